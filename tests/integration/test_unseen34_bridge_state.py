@@ -320,3 +320,23 @@ def test_a_repeated_apply_held_at_rest_by_the_bridges_motors_is_a_repeat(client)
         (t1, x1, v1), (t2, x2, v2) = _rest_runs(client, model, None, hold=True)
     assert t1 == pytest.approx(2.0, abs=1e-12) and t2 == pytest.approx(t1, abs=1e-12)
     assert x2 == x1 and v2 == v1
+
+
+@pytest.mark.parametrize("floating", [True, False])
+def test_an_action_repeat_is_no_jump_for_the_contacts(client, tmp_path, floating):
+    # three stepSimulation() per apply() move the state as three steps (the last two free: PyBullet clears the
+    # bridge's forces after the first) — no reset happened, so no contact episode may start again (a jump's
+    # `initial` interval): the watch tells k free steps from a reset (`OutsideWatch._reset`); before that check, this
+    # loop opened 127 intervals on the ball
+    from biobullet.contact.testbed import drop_urdf
+    from biobullet.loader import load_text
+    model = load_text(_ball(HU_GUO) if floating else drop_urdf(HU_GUO, radius=0.05), tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the action repeat's own warning, where it is named)
+        with Bridge(model, client, dt=1e-4, initial={"base_z": 0.3} if floating else {"drop": 0.3}) as bridge:
+            for _ in range(1500):
+                bridge.apply()
+                for _ in range(3):
+                    pybullet.stepSimulation(physicsClientId=client)
+            episodes = bridge.contacts.intervals()
+    assert episodes and not any(episode["initial"] for episode in episodes)

@@ -84,6 +84,10 @@ REST_BITS = 4.0 * float(np.finfo(float).eps)
 #: on a 2 kg ball resting on its contact) where a repeated apply() leaves them — far below every tolerance of the
 #: watch (SURPRISE_TOLERANCE) and the round-off of the forces it is added to
 NUDGE = 1.0e-12
+#: a jump that fits k = 2 … SKIPPED_STEPS free steps to SKIP_FIT of its size is an action repeat, not a reset, for
+#: the contacts (`OutsideWatch._reset`; the free motion's acceleration changes over the k steps: ≈ 1e-4 of the jump)
+SKIPPED_STEPS = 16
+SKIP_FIT = 1.0e-3
 #: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
 RESET_ITERATIONS = 8
 #: what a DivergenceError soon after a jump of every joint off the rows names (`OutsideWatch._disturbed`)
@@ -374,7 +378,8 @@ class OutsideWatch:
             if not changed and "skipped" not in self.warned \
                     and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
                 self._skipped_without_rows(x, xd)
-            self.jumped = length is None and not changed   # (a step of another length is no jump: a setTimeStep)
+            # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
+            self.jumped = length is None and not changed and self._reset(x, xd)
             self._stops_after_reset(x)
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
@@ -541,9 +546,9 @@ class OutsideWatch:
             self.step_index -= 1
             return False
         if jumped and not self.rows:   # (a time step changed is seen on the paths with rows: `_disturbed`)
-            self.jumped = self.step_length(x, xd) is None
+            self.jumped = self.step_length(x, xd) is None and self._reset(x, xd)
         elif not jumped and self.floating and bridge.contacts is not None:
-            self.jumped = self._base_jumped(x, xd, jump_tolerance)
+            self.jumped = self._base_jumped(x, xd, jump_tolerance) and self._reset(x, xd)
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak, self.resting = np.inf, False   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
@@ -562,6 +567,30 @@ class OutsideWatch:
         engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
         if tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
             bridge.engine_parameters()
+
+    def _reset(self, x: np.ndarray, xd: np.ndarray) -> bool:
+        """Whether a jump of the state read is a reset or restoreState for the contacts (`jumped`): True unless the
+        bridge has no contacts (asked only then), or the jump is k = 2 … SKIPPED_STEPS steps of dt — several
+        stepSimulation() per apply() (an action repeat), in which a contact episode goes on: PyBullet clears the
+        bridge's torques after the first, so the later steps are free motion, ẍ_f = M⁻¹(−h) (a body without joints:
+        its COM falls at the client's gravity), and semi-implicit Euler's positions end at
+        Δx = dt (k ẋ − dt ẍ_f k (k − 1)/2) from the last rate ẋ (within SKIP_FIT of |Δx|)."""
+        bridge = self.bridge
+        if bridge.contacts is None:
+            return False
+        jb, vb, dt = self.jb, self.vb, bridge.dt
+        if x.shape[0] > jb:
+            mass, bias = bridge.tree_mass_and_bias(x, xd)
+            free = np.linalg.solve(mass, -bias)[vb:]
+            step, rate = x[jb:] - self.prev_x[jb:], xd[vb:]
+        elif self.floating:
+            now, before = _base_com_py(x, xd, self._offset), _base_com_py(self.prev_x, self.prev_v, self._offset)
+            step, rate, free = now[:3] - before[:3], now[3:], np.asarray(bridge.gravity, dtype=float)
+        else:
+            return True
+        limit = SKIP_FIT * float(np.abs(step).max(initial=0.0)) + JUMP_TOLERANCE
+        return all(float(np.abs(step - dt * (k * rate - 0.5 * dt * free * k * (k - 1))).max()) > limit
+                   for k in range(2, SKIPPED_STEPS + 1))
 
     def _base_jumped(self, x: np.ndarray, xd: np.ndarray, jump_tolerance: float) -> bool:
         """A floating base's COM beyond jump_tolerance from p_n + dt v (`_plain_check_py`'s test; `_surprise_py`
@@ -617,7 +646,7 @@ class OutsideWatch:
         check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
         # follows setTimeStep / sub-steps / setGravity; a jump may be a step of another length
         changed = bridge.engine_parameters(self.step_length(x, xd) if jumped else None)
-        self.jumped = (self.jumped or bool(jumped)) and not changed
+        self.jumped = (self.jumped or bool(jumped)) and not changed and self._reset(x, xd)
         residual = self._residual(x)
         worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
         size = float(abs(residual[worst])) if len(residual) else 0.0
