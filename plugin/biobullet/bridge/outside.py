@@ -566,7 +566,7 @@ class OutsideWatch:
         bridge = self.bridge
         engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
         if tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
-            bridge.engine_parameters()
+            bridge.engine_parameters(bridge.dt)   # (the step read ran at the bridge's dt: its joints showed no other)
 
     def _reset(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Whether a jump of the state read is a reset or restoreState for the contacts (`jumped`): True unless the
