@@ -63,7 +63,7 @@ from biobullet.core.arguments import number_argument
 from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.core.jit import direct_entry
-from biobullet.bridge.connection import load_body, prepare_body, resolve_client
+from biobullet.bridge.connection import load_body, loaded_base_pose, prepare_body, resolve_client
 from biobullet.bridge.inertia import massless_base_error, massless_links, match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
@@ -99,7 +99,7 @@ PROJECTION_FLOOR = 1.0e-14
 #: construction (`Bridge._own_dynamics`)
 OWN_DYNAMICS_TOLERANCE = 1.0e-9
 #: where `Bridge.tree_mass_and_bias` takes M and h
-MASS_SOURCES = ("pybullet", "stored", "model", "solve")
+MASS_SOURCES = ("pybullet", "stored", "model", "solve", "current")
 #: a joint's position and velocity in a getJointStates entry
 _POSITION, _VELOCITY = itemgetter(0), itemgetter(1)
 
@@ -312,7 +312,10 @@ class Bridge:
         self.samples: list[tuple[float, np.ndarray, np.ndarray]] = []
         attach(self)  # lifecycle token: closed / disconnected / reused client ids are detected
         try:
-            self.reset(*initial_state(model, initial))
+            q0, v0 = initial_state(model, initial)
+            if body_id is not None and model.floating_base:   # the pose the user loaded the body at stays
+                q0 = loaded_base_pose(initial, q0, self.map.state_from_pybullet()[0])
+            self.reset(q0, v0)
             if any(e.tag == "contact" for e in model.description.elements):
                 from biobullet.bridge.contact import QUERY_DISTANCE, BridgeContacts
                 self.contacts = BridgeContacts(
@@ -457,6 +460,13 @@ class Bridge:
         (changeDynamics after the bridge was made; `_follow_inertia`)."""
         ensure_usable(self, "changed_inertias")
         return [name for name, values in self._link_inertias().items() if values != self._inertias.get(name)]
+
+    def stored_bodies(self) -> np.ndarray:
+        """The model's packed body records (`model.tree.pack_tree`) with the masses, centres of mass and inertias
+        PyBullet stores for the links now (getDynamicsInfo, a changeDynamics included): the bodies its step
+        integrates (read afresh: the joint reactions take them)."""
+        ensure_usable(self, "stored_bodies")
+        return self._pybullet_inertia(self.model.compiled.tree_body)
 
     def _follow_inertia(self) -> None:
         """Take PyBullet's stored masses and inertias into the own recursions' packed bodies (in place: every
@@ -961,7 +971,9 @@ class Bridge:
         (default): PyBullet's calculateMassMatrix and calculateInverseDynamics with ẍ = 0 ("stored" with spherical
         joints, which they do not take, and after a changeDynamics, which they do not see: `_follow_inertia`);
         "stored": the pipeline's tree kernel on the inertia PyBullet stores and the bridge's gravity; "model": the
-        same kernel on the model's inertia and gravity; "solve": the bridge's general path's (`_solve_source`)."""
+        same kernel on the model's inertia and gravity; "solve": the bridge's general path's (`_solve_source`);
+        "current": the same kernel on the inertia PyBullet stores now (`stored_bodies`, a changeDynamics the bridge
+        has not followed yet included) and the client's gravity — the dynamics of the next step (joint reactions)."""
         ensure_usable(self, "tree_mass_and_bias")
         if source not in MASS_SOURCES:
             raise ModelError(f"argument 'source' is {source!r:.60}", argument="source",
@@ -1024,6 +1036,8 @@ class Bridge:
             else:
                 x, xd = self._read_state()
             watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
+            if watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
+                extra = contacts.after_jump()
         repeated = watch.repeated
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
             self.time -= self.dt
@@ -1135,11 +1149,15 @@ class Bridge:
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
             self.time -= self.dt
             sent = self.last_torque.copy()
+        elif watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
+            torque = contacts.after_jump()
         forces = self.forces
         applied = forces.torque(x, xd, self.time, watch.peak)   # (no call while no stop can act)
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied
+            if watch.resting and watch.nudges:   # an exact rest: a step must show (`OutsideWatch.nudge`)
+                watch.nudge(torque)
             self._send(x, torque - sent if repeated else torque)
             if not repeated:   # (the same state: its reactions are sent)
                 contacts.apply_reactions()
@@ -1401,6 +1419,11 @@ class Bridge:
                 compiled = self.model.compiled
                 self._stored_tree()   # (its direct entry)
                 meta, body, gravity = compiled.tree_meta, compiled.tree_body, self._model_gravity
+            elif source == "current":
+                self._stored_tree()   # (its direct entry)
+                engine = self.pybullet.getPhysicsEngineParameters(physicsClientId=self.client)
+                meta, body = self.model.compiled.tree_meta, self.stored_bodies()
+                gravity = np.array([engine[f"gravityAcceleration{a}"] for a in "XYZ"], dtype=float)
             else:
                 _, meta, body, gravity = self._stored or self._stored_tree()
             mass, bias = self._tree_entry(meta, body, x, xd, xd if xdd is None else xdd, gravity, self._out_n,

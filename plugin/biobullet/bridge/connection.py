@@ -5,6 +5,7 @@ import os
 import tempfile
 import warnings
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -332,3 +333,16 @@ def check_spherical_limits(model, body: int, joints: list[int], client: int) -> 
                              element=f'<joint name="{name}">', attribute="limit",
                              expected="no <limit> on the spherical joint (or Bridge(..., joint_limits=True) to keep "
                                       "PyBullet's cone limit)")
+
+
+def loaded_base_pose(initial, q0: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The starting q of a floating body the user loaded (`Bridge(body_id=...)`): q0 with the base pose PyBullet
+    holds (x: the tree state read — loadURDF's basePosition / baseOrientation, or a reset since), unless `initial`
+    gives it ((q0, v0), or a mapping naming a base coordinate; a file's `<initial>` names joints only). Before, the
+    body was moved to the model's default pose (the origin) without a word."""
+    from biobullet.model.model import BASE_POSITION_NAMES
+    if initial is not None and not (isinstance(initial, Mapping) and not set(initial) & set(BASE_POSITION_NAMES)):
+        return q0
+    q = np.array(q0, dtype=float)
+    q[:7] = x[:7]
+    return q

@@ -77,6 +77,7 @@ from biobullet.algorithms.kinematics import (
 )
 from biobullet.contact.geometry import ContactKinematics
 from biobullet.contact.kernels import (
+    ACTIVE,
     DELTA,
     EVENT,
     FORCE,
@@ -442,6 +443,37 @@ class BridgeContacts:
             if self._chatter_in <= 0:
                 self._chatter_in = CHATTER_EVERY
                 self._watch_chatter()
+        return tau
+
+    def after_jump(self) -> np.ndarray:
+        """`torques()` again, after the watch found that the state read jumped since the last step (a resetJointState,
+        resetBasePositionAndOrientation, resetBaseVelocity or restoreState between two apply() calls): every contact
+        starts again from that state as a run does (`Contact.begin`, the reference engine's start). An interval open
+        before the jump ends at it (no rebound velocity: no separation was seen; its log counts the steps before
+        the jump and the first look at the state jumped to), and a contact inside its ground there opens a new one
+        flagged `initial`, with δ̇⁻ the penetration rate read there — the velocity at the onset of this episode as far
+        as the state tells it (floored at a restitution law's min_impact_velocity: PyBullet's
+        resetBasePositionAndOrientation zeroes the base velocity). Before, a restoreState into a contact kept the
+        δ̇⁻ of the episode the bridge was in (a Hu–Guo ball's rebound 0.297 m where the reference engine started from
+        the restored state reaches 0.328 m), and a jump into the ground opened an episode counted as an impact."""
+        t = self.bridge.time
+        self.sync_states()
+        for key, row in self._rows.items():
+            state = (self.contacts[key] if isinstance(key, int) else self._pairs[key]).state
+            if row[ACTIVE] == 0.0:
+                continue
+            row[ACTIVE] = 0.0
+            if state.current is not None:
+                if state.current.start == t:   # opened by this step's first look: the new episode replaces it
+                    state.intervals.pop()
+                else:
+                    state.current.end = t
+            state.active = False
+        tau = self.torques()
+        for key in self._rows:
+            current = (self.contacts[key] if isinstance(key, int) else self._pairs[key]).state.current
+            if current is not None and current.start == t:
+                current.initial = True
         return tau
 
     def _watch_chatter(self) -> None:

@@ -75,6 +75,19 @@ POSITION_LIMIT = 1.0e4
 #: measurement costs ≈ 22 µs (a four-bar step is ≈ 15 µs): every 16th step put the loop models' step at 1.25–1.29×
 #: the minimal loop (issue 23's bar: ≤ 1.25×), every 64th costs ≈ 0.35 µs a step
 LOOP_CHECK_STEPS = 64
+#: an exact rest: every rate so small that a step moves no position (dt |ẋ| ≤ this × (1 + max |x|), a few units
+#: of round-off) — where a step can leave the state equal bit for bit, so the state cannot tell it from a repeated
+#: apply() and the watch marks the step (`OutsideWatch.sent`)
+REST_BITS = 4.0 * float(np.finfo(float).eps)
+#: the nudge (× (1 + max |τ|), N or N·m, alternating sign) added at an exact rest to the torque sent to a body without
+#: a 1-DOF joint (no force-torque sensor to mark the step with): a step then changes its rates (by ≈ dt × 1e-11 m/s
+#: on a 2 kg ball resting on its contact) where a repeated apply() leaves them — far below every tolerance of the
+#: watch (SURPRISE_TOLERANCE) and the round-off of the forces it is added to
+NUDGE = 1.0e-12
+#: a jump that fits k = 2 … SKIPPED_STEPS free steps to SKIP_FIT of its size is an action repeat, not a reset, for
+#: the contacts (`OutsideWatch._reset`; the free motion's acceleration changes over the k steps: ≈ 1e-4 of the jump)
+SKIPPED_STEPS = 16
+SKIP_FIT = 1.0e-3
 #: Newton steps for the rates a reset between apply() and stepSimulation() set (`OutsideWatch._reset_in_step`)
 RESET_ITERATIONS = 8
 #: what a DivergenceError soon after a jump of every joint off the rows names (`OutsideWatch._disturbed`)
@@ -99,17 +112,20 @@ class WatchedRows(NamedTuple):
     offset: np.ndarray
 
 
-def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
+def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance, offset):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
+    max |x|, same, base; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
     jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight) beyond jump_tolerance ×
     (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ
-    (has_xdd), or else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond
-    LINEAR_TOLERANCE."""
-    jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
+    (has_xdd; a floating base's linear velocity aside), or else the constant rows of `watched` (`WatchedRows`)
+    violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE. base (offset: a floating base's COM offset p_i, else empty):
+    its COM's world velocity beyond that tolerance from v_n + dt a_n, a_n its world acceleration from ẍ — what
+    PyBullet's step integrates exactly (to 1e-11 of dt |a| measured; read in the root frame it differs at first order
+    in dt, hence not a disturbance of the rows): a force outside on the base alone, or a `setGravity`."""
+    jb, vb, jac, rows_offset = watched.jb, watched.vb, watched.jac, watched.offset
     peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
     if not peak_v < np.inf:   # a non-finite state
-        return True, False, np.inf, np.inf, False
+        return True, False, np.inf, np.inf, False, False
     jump = 0.0
     for i in range(x.shape[0] - jb):
         d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
@@ -117,22 +133,30 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             jump = d
     jumped = jump > jump_tolerance * (1.0 + peak_x)
     if jumped:
-        return True, True, peak_v, peak_x, same
+        return True, True, peak_v, peak_x, same, False
     if has_xdd:
         limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
-        for i in range(xd.shape[0]):
+        skip = 3 if offset.shape[0] == 3 else 0
+        for i in range(skip, xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x, same
-        return False, False, peak_v, peak_x, same
+                return True, False, peak_v, peak_x, same, False
+        base = False
+        if skip:
+            now, before = _BASE_COM(x, xd, offset), _BASE_COM(prev_x, prev_v, offset)
+            rate = _BASE_RATE(prev_x, prev_v, xdd, offset)
+            for i in range(3):
+                if abs(now[3 + i] - before[3 + i] - dt * rate[i]) > limit:
+                    base = True
+        return False, False, peak_v, peak_x, same, base
     for r in range(jac.shape[0]):
-        phi = -offset[r]
+        phi = -rows_offset[r]
         phi_dot = 0.0
         for c in range(jac.shape[1]):
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x, same
-    return False, False, peak_v, peak_x, same
+            return True, False, peak_v, peak_x, same, False
+    return False, False, peak_v, peak_x, same, False
 
 
 def _runaway_py(x, xd, prev_x, prev_v, jb):
@@ -180,6 +204,22 @@ def _base_com_py(x, xd, offset):
     return com
 
 
+def _base_rate_py(x, xd, xdd, offset):
+    """A floating base's COM acceleration in the world, d/dt R (v + ω × p_i) = R (ω × (v + ω × p_i) + v̇ + ω̇ × p_i),
+    from our x, ẋ, ẍ (root-frame v, ω and their rates) and the COM offset p_i (`_base_com_py`'s velocity's rate)."""
+    quaternion = x[3:7]
+    r = _ROTATION(quaternion) if np.any(quaternion != 0.0) else np.eye(3)
+    u = (xd[0] + xd[4] * offset[2] - xd[5] * offset[1], xd[1] + xd[5] * offset[0] - xd[3] * offset[2],
+         xd[2] + xd[3] * offset[1] - xd[4] * offset[0])   # v + ω × p_i
+    local = (xd[4] * u[2] - xd[5] * u[1] + xdd[0] + xdd[4] * offset[2] - xdd[5] * offset[1],
+             xd[5] * u[0] - xd[3] * u[2] + xdd[1] + xdd[5] * offset[0] - xdd[3] * offset[2],
+             xd[3] * u[1] - xd[4] * u[0] + xdd[2] + xdd[3] * offset[1] - xdd[4] * offset[0])
+    out = np.empty(3)
+    for i in range(3):
+        out[i] = r[i, 0] * local[0] + r[i, 1] * local[1] + r[i, 2] * local[2]
+    return out
+
+
 def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, offset):
     """`_runaway_py` (max |ẋ|, max |x|, same) and jumped (1; 2: blind — no tested position moved by more than
     BLIND_STEP × (1 + max |x|, |p|), so a changed time step cannot show; 0 otherwise): a 1-DOF joint's position
@@ -213,7 +253,9 @@ def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, o
 
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
-    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
+    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py), "_BASE_COM": jit.compiled(
+        _base_com_py, bind={"_ROTATION": quaternion_to_matrix}), "_BASE_RATE": jit.compiled(
+        _base_rate_py, bind={"_ROTATION": quaternion_to_matrix})})
 
 
 def massless_cause(name: str) -> tuple[str, str, str]:
@@ -239,7 +281,8 @@ class OutsideWatch:
         #: (`_clean_loop_step`)
         self.loops = bool(self.rows and model.description.elements_of("loop")) and not bridge.end_correction
         self.jb, self.vb = model.base_nq, model.base_nv
-        #: a floating base: the velocity prediction ẋ_n + dt ẍ skips the base's linear velocity (the first 3 of ẋ).
+        #: a floating base: the velocity prediction ẋ_n + dt ẍ skips the base's linear velocity (the first 3 of ẋ;
+        #: `_surprise_py` checks it in the world frame instead, where the step is exact, for a setGravity only).
         #: PyBullet steps the base COM's velocity in the world frame; read back in the root frame it differs from
         #: the prediction at first order in dt (frame rotation and COM-offset terms: 2e-8 m/s on the coupled arm at
         #: 1 ms, above SURPRISE_TOLERANCE), so every step would pass for a disturbed one and be projected. The base's
@@ -262,6 +305,25 @@ class OutsideWatch:
         #: True when this apply() found the state of the last one unchanged (no stepSimulation since): PyBullet adds
         #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
         self.repeated = False
+        #: max |ẋ| of the state checked in this apply() (inf when unknown) and whether it is at an exact rest
+        #: (REST_BITS): `Bridge._apply_plain` then nudges the torque of a body without joints (`nudge`)
+        self.peak_v = np.inf
+        self.resting = False
+        #: how the last step at an exact rest was marked (`sent`): "sensor" — the first 1-DOF joint's force-torque
+        #: reading zeroed (enableJointForceTorqueSensor off and on), which a step rewrites with the joint's load;
+        #: "nudge" — its torque sent with a NUDGE; "" — not marked (`_step_moves` tells a repeat by the marks)
+        self.marked = ""
+        self._nudged = False
+        self._nudge_sign = 1.0
+        joints = bridge.map.joint_indices
+        self._sensor_joint = int(joints[0]) if len(joints) else None
+        #: the marks of this body are nudges: no 1-DOF joint to read a force-torque sensor on (`nudge`)
+        self.nudges = self._sensor_joint is None
+        self._sensor_on = False   # the bridge enabled that joint's sensor (removing an absent one prints a warning)
+        self._loaded = False      # a step at this rest wrote a non-zero reading there (`_step_moves`)
+        #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
+        #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
+        self.jumped = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
@@ -281,11 +343,11 @@ class OutsideWatch:
         n = model.n_config
         jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
                        if linear is not None else (np.zeros((0, n)), np.zeros(0)))
-        self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
-        self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
-                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        #: a floating base's COM offset p_i (root-link frame; empty without one): the plain check's base test
+        self._watched = WatchedRows(int(self.jb), int(self.vb), jac, offset)
+        #: a floating base's COM offset p_i (root-link frame; empty without one): the checks' base tests
         self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
+        self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
+                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE, self._offset)
         self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py),
                                                                              "_BASE_COM": jit.compiled(
                                                                                  _base_com_py, bind={
@@ -305,13 +367,19 @@ class OutsideWatch:
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max(initial=0.0))
         peak_v, peak_x, same, jumped = self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt,
                                                      self.weight, jump_tolerance, self._offset)
-        self.peak = peak_x
+        self.peak, self.peak_v = peak_x, peak_v
+        self.resting = bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
+        self.jumped = False
         if jumped == 1 and not same:
-            if not bridge.engine_parameters(self.step_length(x, xd)) and "skipped" not in self.warned \
+            length = self.step_length(x, xd)
+            changed = bridge.engine_parameters(length)
+            if not changed and "skipped" not in self.warned \
                     and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
                 self._skipped_without_rows(x, xd)
+            # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
+            self.jumped = length is None and not changed and self._reset(x, xd)
             self._stops_after_reset(x)
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
@@ -321,26 +389,67 @@ class OutsideWatch:
             # resting on its contact kept the old dt for good); a change found so is the coming step's (the last
             # apply() read the old one), and the step read counts at the bridge's dt
             engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
-            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps:
+            # (and its gravity: a body at rest on its contact, or held, shows a setGravity nowhere else — before,
+            # bridge.gravity kept the old one)
+            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps \
+                    or tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
                 bridge.engine_parameters(bridge.dt)
         return self.repeated
 
     def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
-        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have moved the state:
-        its positions by dt ẋ beyond round-off, or (with a torque sent) its rates by dt ẍ beyond SURPRISE_TOLERANCE
-        × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and h. If not, the state read cannot tell a step from a
-        repeated apply() and it is taken for a step: before, any torque sent made it a repeat — a ball resting on
-        its compliant contact (the contact force its weight to the last bit, ẋ ≈ 4e-15 m/s) 5 times in 2000 steps,
-        the clock stopped and the next step ran without the contact force —, and none a step — a falling ball's
-        second apply() advanced the clock again. (A repeat at such a rest, or at ẋ = 0 with nothing sent, is taken
-        for a step: its torques, if any, reach PyBullet twice.) Called only when the state is unchanged."""
+        """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have changed the state —
+        so that the same state read again is a repeated apply(): its positions by dt ẋ beyond round-off; else, at an
+        exact rest, by the mark the last apply() left (`sent`): the force-torque reading it zeroed is still zero (a
+        step writes the joint's load there) with a torque sent, or its torque carried a nudge; else (with a torque
+        sent or not) its rates by dt ẍ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and
+        h (before, not asked with nothing sent: a second apply() at a start at rest under gravity was a step). Before
+        the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
+        repeat and was taken for a step: a repeated apply() advanced the clock again (arm7 at rest without gravity,
+        apply() twice per step: 5.0 s where PyBullet was at 3.0 s) and sent the step's forces twice (a ball resting
+        on its contact 14 times in 2000 steps). With nothing sent and no mark to read (a body without joints at
+        rest with nothing acting; a first joint that carries nothing) it still cannot tell: a step, once named
+        (`BridgeWarning`). Called only when the state is unchanged."""
         dt = self.bridge.dt
-        if dt * float(np.abs(xd).max(initial=0.0)) > 4.0 * np.finfo(float).eps * (1.0 + float(np.abs(x).max())):
+        if dt * float(np.abs(xd).max(initial=0.0)) > REST_BITS * (1.0 + float(np.abs(x).max())):
             return True
-        if not np.count_nonzero(self.bridge.last_torque):   # (at rest, nothing sent: a repeat would cost the clock
-            return False                                     # only — no M and h per step of a body at rest)
+        sent = bool(np.count_nonzero(self.bridge.last_torque))
+        if self.marked == "nudge":
+            return True
+        if self.marked == "sensor":
+            bridge = self.bridge
+            reading = bridge.pybullet.getJointState(bridge.body, self._sensor_joint, physicsClientId=bridge.client)[2]
+            if any(reading):
+                self._loaded = True
+                return False   # a step wrote the joint's load
+            if sent or self._loaded:   # (a step at this rest wrote a load before: the same state gives the same)
+                return True
         xdd = self._acceleration(x, xd)
-        return dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max()))
+        if dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max())):
+            return True
+        if not sent:
+            self._unmarked_rest()
+        return False
+
+    def _unmarked_rest(self) -> None:
+        """One BridgeWarning: a state read equal bit for bit to the last one at an exact rest, nothing sent and no
+        mark that tells a step from a repeated apply() (`_step_moves`): taken for a step."""
+        if "rest" in self.warned:
+            return
+        self.warned.add("rest")
+        bridge = self.bridge
+        warnings.warn(f"{bridge.model.file}: PyBullet body {bridge.body} is at an exact rest with nothing acting at "
+                      f"t = {bridge.time:.6g} s: its state cannot tell a stepSimulation() from a second apply() "
+                      "before it, and the bridge counts a step (bridge.time advances by dt): right for one apply() "
+                      "per stepSimulation(), one dt ahead for every second apply() before a step. Remedy: call "
+                      "apply() once per stepSimulation() (or use bridge.step())", BridgeWarning, stacklevel=5)
+
+    def nudge(self, torque: np.ndarray) -> None:
+        """Add this step's NUDGE to `torque` (in place; a new array the caller sends) at an exact rest of a body
+        without a 1-DOF joint (`resting`, `marked`): what marks the step for the next apply()."""
+        if not self.repeated:   # (a repeated apply() replaces the last one: its step keeps that sign)
+            self._nudge_sign = -self._nudge_sign
+        torque[0] += self._nudge_sign * NUDGE * (1.0 + float(np.abs(torque).max()))
+        self._nudged = True
 
     def _stops_after_reset(self, x: np.ndarray) -> None:
         """A jump (a resetJointState of the user's) deep beyond a URDF `<limit>` or a `<joint_stop>`: named as
@@ -366,21 +475,45 @@ class OutsideWatch:
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
-        self.armed = False
+        self.armed = self.jumped = self.resting = False
         self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
     def sent(self, x, xd, xdd=None) -> None:
-        """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references)."""
+        """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references); mark a
+        step at an exact rest (`_mark`)."""
         self.prev_x, self.prev_v, self.xdd = x, xd, xdd
-        self.armed = True
         self.step_index += 1
+        if self.resting or self.marked or self._nudged or not self.armed:   # (one test on a moving body's step)
+            self._mark(x, xd)
+        self.armed = True
+
+    def _mark(self, x, xd) -> None:
+        """Mark the step just sent when it starts at an exact rest (`_step_moves` reads the mark): the first 1-DOF
+        joint's force-torque reading zeroed (off and on), or the nudge `Bridge._apply_plain` added (`nudge`)."""
+        if not self.armed:   # (the first apply() after a reset was not checked: is it at rest?)
+            self.resting = self.bridge.dt * float(np.abs(xd).max(initial=0.0)) \
+                <= REST_BITS * (1.0 + float(np.abs(x[self.jb:]).max(initial=0.0)))
+        if not self.resting:
+            self._loaded = False
+        self.marked, self._nudged = "nudge" if self._nudged else "", False
+        if self.resting and self._sensor_joint is not None:
+            bridge = self.bridge
+            p, joint, client = bridge.pybullet, self._sensor_joint, bridge.client
+            if self._sensor_on:   # off and on zeroes its reading (PyBullet keeps one enabled twice as it was)
+                p.enableJointForceTorqueSensor(bridge.body, joint, False, physicsClientId=client)
+            p.enableJointForceTorqueSensor(bridge.body, joint, True, physicsClientId=client)
+            if not self._sensor_on:   # (a sensor of the user's on it holds the last step's reading: zeroed next time)
+                self._sensor_on = True
+                if any(p.getJointState(bridge.body, joint, physicsClientId=client)[2]):
+                    return
+            self.marked = "sensor"
 
     def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows. Returns True for a new step whose (x, ẋ) it left as read (False:
         not armed — the first look may move them —, disturbed, or no step since the last apply())."""
-        self.repeated = False
+        self.repeated = self.jumped = self.resting = False
         if not self.armed:
             self.peak = np.inf
             if self.written is not None:
@@ -392,16 +525,13 @@ class OutsideWatch:
         if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
         prev_v = self.prev_v
-        if self.floating:   # the base's linear velocity is not predicted (see `skip`); its size still counts
-            xd_checked, prev_v, xdd = xd[3:], prev_v[3:], None if xdd is None else xdd[3:]
-        else:
-            xd_checked = xd
-        disturbed, jumped, peak_v, peak_x, same = self._check(
-            x, xd_checked, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
-            self.weight, self._watched, jump_tolerance)
-        if self.floating:
-            peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
-        self.peak = peak_x
+        disturbed, jumped, peak_v, peak_x, same, base = self._check(
+            x, xd, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt, self.weight,
+            self._watched, jump_tolerance, self._offset)
+        if base and not same:   # a floating base's COM off its step: a setGravity? (else a force on the base alone)
+            self._follow_gravity()
+        self.peak, self.peak_v = peak_x, peak_v
+        self.resting = bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
         runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
         if runaway and not (jumped and self.rows):
             # (a reset between apply() and stepSimulation() can run light links away in that step: `_disturbed`
@@ -415,14 +545,63 @@ class OutsideWatch:
             self.repeated = True
             self.step_index -= 1
             return False
+        if jumped and not self.rows:   # (a time step changed is seen on the paths with rows: `_disturbed`)
+            self.jumped = self.step_length(x, xd) is None and self._reset(x, xd)
+        elif not jumped and self.floating and bridge.contacts is not None:
+            self.jumped = self._base_jumped(x, xd, jump_tolerance) and self._reset(x, xd)
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
-            self.peak = np.inf   # the projection moves x in place
+            self.peak, self.resting = np.inf, False   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
             return False
         if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
         return True
+
+    def _follow_gravity(self) -> None:
+        """A floating base's COM velocity left the step PyBullet takes from the last one (`_surprise_py`'s base test)
+        while its joints did not: the client's gravity is read, and a change followed (`Bridge.engine_parameters`;
+        a uniform gravity moves no joint of a body in flight, so no other check of the watch sees it: bridge.gravity
+        stayed the old one for good). Else a force acted on the base alone, which leaves the rows as they were."""
+        bridge = self.bridge
+        engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+        if tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
+            bridge.engine_parameters(bridge.dt)   # (the step read ran at the bridge's dt: its joints showed no other)
+
+    def _reset(self, x: np.ndarray, xd: np.ndarray) -> bool:
+        """Whether a jump of the state read is a reset or restoreState for the contacts (`jumped`): True unless the
+        bridge has no contacts (asked only then), or the jump is k = 2 … SKIPPED_STEPS steps of dt — several
+        stepSimulation() per apply() (an action repeat), in which a contact episode goes on: PyBullet clears the
+        bridge's torques after the first, so the later steps are free motion, ẍ_f = M⁻¹(−h) (a body without joints:
+        its COM falls at the client's gravity), and semi-implicit Euler's positions end at
+        Δx = dt (k ẋ − dt ẍ_f k (k − 1)/2) from the last rate ẋ (within SKIP_FIT of |Δx|)."""
+        bridge = self.bridge
+        if bridge.contacts is None:
+            return False
+        jb, vb, dt = self.jb, self.vb, bridge.dt
+        if x.shape[0] > jb:
+            mass, bias = bridge.tree_mass_and_bias(x, xd)
+            free = np.linalg.solve(mass, -bias)[vb:]
+            step, rate = x[jb:] - self.prev_x[jb:], xd[vb:]
+        elif self.floating:
+            now, before = _base_com_py(x, xd, self._offset), _base_com_py(self.prev_x, self.prev_v, self._offset)
+            step, rate, free = now[:3] - before[:3], now[3:], np.asarray(bridge.gravity, dtype=float)
+        else:
+            return True
+        limit = SKIP_FIT * float(np.abs(step).max(initial=0.0)) + JUMP_TOLERANCE
+        return all(float(np.abs(step - dt * (k * rate - 0.5 * dt * free * k * (k - 1))).max()) > limit
+                   for k in range(2, SKIPPED_STEPS + 1))
+
+    def _base_jumped(self, x: np.ndarray, xd: np.ndarray, jump_tolerance: float) -> bool:
+        """A floating base's COM beyond jump_tolerance from p_n + dt v (`_plain_check_py`'s test; `_surprise_py`
+        tests the joints only) with the client's time step unchanged: a resetBasePositionAndOrientation or
+        restoreState, which the contacts must see (`BridgeContacts.after_jump`) — asked on the watch's general path
+        of a floating body with contacts."""
+        bridge = self.bridge
+        if self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt, self.weight, jump_tolerance,
+                         self._offset)[3] != 1:
+            return False
+        return bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)["fixedTimeStep"] == bridge.dt
 
     def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
         """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the
@@ -467,6 +646,7 @@ class OutsideWatch:
         check_real_time(bridge.client)   # a client that steps itself: nothing to hold (ModelError)
         # follows setTimeStep / sub-steps / setGravity; a jump may be a step of another length
         changed = bridge.engine_parameters(self.step_length(x, xd) if jumped else None)
+        self.jumped = (self.jumped or bool(jumped)) and not changed and self._reset(x, xd)
         residual = self._residual(x)
         worst = int(np.argmax(np.abs(residual))) if len(residual) else 0
         size = float(abs(residual[worst])) if len(residual) else 0.0

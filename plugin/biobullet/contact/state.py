@@ -38,8 +38,9 @@ class ContactInterval:
 
     @property
     def restitution(self) -> float | None:
-        """rebound / impact velocity (None while open or for an initial contact)."""
-        if self.end is None or self.initial or not self.impact_velocity > 0:
+        """rebound / impact velocity (None while open, for an initial contact, or for one ended without a separation:
+        the bridge's interval cut by a reset or restoreState)."""
+        if self.end is None or self.initial or self.rebound_velocity is None or not self.impact_velocity > 0:
             return None
         return self.rebound_velocity / self.impact_velocity
 
