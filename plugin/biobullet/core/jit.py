@@ -68,7 +68,7 @@ def compiling() -> bool:
     inside `uncompiled()`."""
     return ENABLED and not getattr(_THREAD, "uncompiled", False)
 
-_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil, nrt) → its compiled twin (False: none)
+_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil, nrt) → its compiled twin
 _DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
 
 
