@@ -73,43 +73,50 @@ def _tree_kinematics_kernel_py(meta, body, x, xd, n_tangent, with_rates):
 def _tree_kinematics_into_py(meta, body, x, xd, with_rates, rot, pos, sub, vel, acc, loc, jr):
     """The bodies' world rotations, positions and motion subspace (rot, pos, sub: each body writes its own columns,
     the others are left as they are — zero in a buffer that only ever holds this tree's) and, with_rates, their
-    spatial velocities and bias accelerations (vel, acc) into the caller's arrays; loc, jr (3 × 3) work. The loop
-    Newton's rate pass writes into its record's arrays (no allocation per call)."""
+    spatial velocities and bias accelerations (vel, acc: `_body_rates_py`) into the caller's arrays; loc, jr
+    (3 × 3) work. The loop Newton's rate pass writes into its record's arrays (no allocation per call)."""
     nb = meta.shape[0]
     for i in range(nb):
         _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
-        parent, vi = meta[i, 0], meta[i, 3]
-        if with_rates:
-            # c = v × S ẋ with the joint's whole S ẋ (every column of a multi-DOF joint): the bias Ṡ ẋ of a
-            # world-axes subspace, whether its columns are fixed in the parent or the child (S ẋ × S ẋ = 0);
-            # a root free joint's own v × v is zero, a nested one's is v_parent × S ẋ
-            nv = meta[i, 4]
-            j0 = j1 = j2 = j3 = j4 = j5 = 0.0
-            for k in range(nv):
-                j0 += sub[0, vi + k] * xd[vi + k]
-                j1 += sub[1, vi + k] * xd[vi + k]
-                j2 += sub[2, vi + k] * xd[vi + k]
-                j3 += sub[3, vi + k] * xd[vi + k]
-                j4 += sub[4, vi + k] * xd[vi + k]
-                j5 += sub[5, vi + k] * xd[vi + k]
-            if parent >= 0:
-                vel[i, 0], vel[i, 1], vel[i, 2] = vel[parent, 0] + j0, vel[parent, 1] + j1, vel[parent, 2] + j2
-                vel[i, 3], vel[i, 4], vel[i, 5] = vel[parent, 3] + j3, vel[parent, 4] + j4, vel[parent, 5] + j5
-            else:
-                vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5] = j0, j1, j2, j3, j4, j5
-            v0, v1, v2, v3, v4, v5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
-            c0 = v4 * j2 - v5 * j1 + v1 * j5 - v2 * j4
-            c1 = v5 * j0 - v3 * j2 + v2 * j3 - v0 * j5
-            c2 = v3 * j1 - v4 * j0 + v0 * j4 - v1 * j3
-            c3 = v4 * j5 - v5 * j4
-            c4 = v5 * j3 - v3 * j5
-            c5 = v3 * j4 - v4 * j3
-            if parent >= 0:
-                acc[i, 0], acc[i, 1], acc[i, 2] = acc[parent, 0] + c0, acc[parent, 1] + c1, acc[parent, 2] + c2
-                acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
-            else:
-                acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = c0, c1, c2, c3, c4, c5
+    if with_rates:
+        _body_rates(meta, xd, sub, vel, acc)
     return nb
+
+
+def _body_rates_py(meta, xd, sub, vel, acc):
+    """The bodies' spatial velocities and bias accelerations (vel, acc) at the tree velocity xd from their motion
+    subspace `sub` (placed already: `_tree_kinematics_into_py`, or the loop Newton's residual at this joint layout)."""
+    for i in range(meta.shape[0]):
+        parent, vi = meta[i, 0], meta[i, 3]
+        # c = v × S ẋ with the joint's whole S ẋ (every column of a multi-DOF joint): the bias Ṡ ẋ of a
+        # world-axes subspace, whether its columns are fixed in the parent or the child (S ẋ × S ẋ = 0);
+        # a root free joint's own v × v is zero, a nested one's is v_parent × S ẋ
+        nv = meta[i, 4]
+        j0 = j1 = j2 = j3 = j4 = j5 = 0.0
+        for k in range(nv):
+            j0 += sub[0, vi + k] * xd[vi + k]
+            j1 += sub[1, vi + k] * xd[vi + k]
+            j2 += sub[2, vi + k] * xd[vi + k]
+            j3 += sub[3, vi + k] * xd[vi + k]
+            j4 += sub[4, vi + k] * xd[vi + k]
+            j5 += sub[5, vi + k] * xd[vi + k]
+        if parent >= 0:
+            vel[i, 0], vel[i, 1], vel[i, 2] = vel[parent, 0] + j0, vel[parent, 1] + j1, vel[parent, 2] + j2
+            vel[i, 3], vel[i, 4], vel[i, 5] = vel[parent, 3] + j3, vel[parent, 4] + j4, vel[parent, 5] + j5
+        else:
+            vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5] = j0, j1, j2, j3, j4, j5
+        v0, v1, v2, v3, v4, v5 = vel[i, 0], vel[i, 1], vel[i, 2], vel[i, 3], vel[i, 4], vel[i, 5]
+        c0 = v4 * j2 - v5 * j1 + v1 * j5 - v2 * j4
+        c1 = v5 * j0 - v3 * j2 + v2 * j3 - v0 * j5
+        c2 = v3 * j1 - v4 * j0 + v0 * j4 - v1 * j3
+        c3 = v4 * j5 - v5 * j4
+        c4 = v5 * j3 - v3 * j5
+        c5 = v3 * j4 - v4 * j3
+        if parent >= 0:
+            acc[i, 0], acc[i, 1], acc[i, 2] = acc[parent, 0] + c0, acc[parent, 1] + c1, acc[parent, 2] + c2
+            acc[i, 3], acc[i, 4], acc[i, 5] = acc[parent, 3] + c3, acc[parent, 4] + c4, acc[parent, 5] + c5
+        else:
+            acc[i, 0], acc[i, 1], acc[i, 2], acc[i, 3], acc[i, 4], acc[i, 5] = c0, c1, c2, c3, c4, c5
 
 
 def _loop_rows_kernel_py(rows, k, kin, with_jac, with_bias):
@@ -282,6 +289,7 @@ def _pair_rows_py(rows, l, r, ba, bb, kin, with_jac, with_bias, out):
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _rows_into = _loop_rows_into_py
 _kinematics_into = _tree_kinematics_into_py
+_body_rates = _body_rates_py
 _pair_rows = _pair_rows_py
 _spin = _spin_py
 from biobullet.algorithms.compiled_kernels import place_body as _place_body  # noqa: E402
@@ -295,7 +303,13 @@ def _kinematics_bindings() -> dict:
 def tree_kinematics_into_kernel():
     """The compiled `_tree_kinematics_into_py` (a call: its callers link it, not inline it)."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    return jit.compiled(_tree_kinematics_into_py, bind={"_place_body": place_body_kernel()})
+    return jit.compiled(_tree_kinematics_into_py, bind={"_place_body": place_body_kernel(),
+                                                        "_body_rates": body_rates_kernel()})
+
+
+def body_rates_kernel():
+    """The compiled `_body_rates_py` (inlined into its callers: the kinematics kernel, the loop Newton's rate pass)."""
+    return jit.compiled(_body_rates_py, inline=True)
 
 
 def loop_kernels():

@@ -43,6 +43,10 @@ NEWTON_REACH = float(np.pi)
 #: loops sharing a link: r2_j −165 rad), from where Newton diverges or converges wound by 2π·k. The bundled and test
 #: loops stay at cond ≤ 40 away from their toggles, where the prediction is unchanged.
 PREDICTION_CONDITION = 1e3
+#: rad or m: the rate pass takes the bodies' placements of the last residual where no joint has moved farther since
+#: (the solve's last correction, ≈ cond₁ · round-off of Φ; a few ulp of the joint): placements that far apart are
+#: round-off of each other, so the pass computes only the bodies' velocities from them (`_loop_newton_py`)
+PLACED_ROUND_OFF = 1e-15
 #: `_newton_solve_py` statuses: solved, or why it stopped
 CONVERGED, GUARD, SINGULAR, ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH = 0, 1, 2, 3, 4, 5, 6
 
@@ -115,6 +119,7 @@ class NewtonWork(NamedTuple):
     fixed: np.ndarray        # (n_sets, 2) (kept, cond₁)
     scratch: np.ndarray      # (6 n_rows + 3 n_known,) `_loop_newton_py`'s small vectors
     jk: np.ndarray           # (n_rows · n_known,) `_loop_newton_py`'s Φ_kn
+    placed: np.ndarray       # (width,) the joint layout rot, pos, sub were placed at (NaN: not yet)
 
 
 def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0, n_known: int = 0) -> NewtonWork:
@@ -126,7 +131,7 @@ def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0, n_known
                       np.zeros(n_rows), np.zeros((6, 2, 3)), np.zeros((2, 3, width)), np.zeros((n_rows, n_rows)),
                       np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows), np.zeros((n_sets, width)),
                       np.zeros((n_sets, n_rows, n_rows)), np.zeros((n_sets, n_rows, n_known)), np.zeros((n_sets, 2)),
-                      np.zeros(6 * n_rows + 3 * n_known), np.zeros(n_rows * n_known))
+                      np.zeros(6 * n_rows + 3 * n_known), np.zeros(n_rows * n_known), np.full(width, np.nan))
 
 
 #: the loop table's fields (`pipeline.compiled_model.LoopTable`) but its rows, in its order
@@ -226,6 +231,9 @@ def _loop_residual_into_py(loop, k, theta):
     phi, jac = loop.phi[:n], loop.jac[:n]
     for b in range(meta.shape[0]):
         _PLACE_BODY(meta, body, theta, b, loc, jr, rot, pos, sub)
+    placed = loop.placed
+    for j in range(theta.shape[0]):
+        placed[j] = theta[j]
     _ROWS_INTO(loop, k, (rot, pos, sub, no_motion, no_motion), bool(True), bool(False),
                (phi, jac, loop.bias, loop.rows_work, loop.jl))
     return phi, jac
@@ -491,12 +499,23 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
         for i in range(nd):
             rate[dep[i]] = part[i]
         # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten), from the tree
-        # kinematics with rates into the record's arrays (the residual's placements, overwritten at this θ); bool():
-        # not a literal, so the kinematics kernel keeps one specialisation
+        # kinematics with rates into the record's arrays: the bodies' velocities on the last residual's placements
+        # where θ is that residual's to round-off (PLACED_ROUND_OFF: the solve's last correction, or the same state
+        # again), else placements too (bool(): not a literal, so the kinematics kernel keeps one specialisation)
         n_rows = loop.n_rows[k]
         bias = loop.bias[:n_rows]
-        rot, pos, sub, vel, acc = loop.rot, loop.pos, loop.sub, loop.vel, loop.acc
-        _KIN_INTO(loop.meta, loop.body, theta, rate, bool(True), rot, pos, sub, vel, acc, loop.loc, loop.jr)
+        rot, pos, sub, vel, acc, placed = loop.rot, loop.pos, loop.sub, loop.vel, loop.acc, loop.placed
+        near = True
+        for j in range(theta.shape[0]):
+            if not abs(theta[j] - placed[j]) <= PLACED_ROUND_OFF:   # (NaN: never placed)
+                near = False
+                break
+        if near:
+            _BODY_RATES(loop.meta, rate, sub, vel, acc)
+        else:
+            _KIN_INTO(loop.meta, loop.body, theta, rate, bool(True), rot, pos, sub, vel, acc, loop.loc, loop.jr)
+            for j in range(theta.shape[0]):
+                placed[j] = theta[j]
         _ROWS_INTO(loop, k, (rot, pos, sub, vel, acc), bool(False), bool(True),
                    (loop.phi[:n_rows], loop.jac[:n_rows], bias, loop.rows_work, loop.jl))
         # −Φ_dep⁻¹ b: the curvature of the new solution
@@ -564,13 +583,14 @@ def _solve_bindings() -> dict:
     """The compiled callees of `_newton_solve_py` (its residual into the work arrays inlined over the loop
     kernels) and of `_loop_newton_py`'s rate pass."""
     from biobullet.algorithms.compiled_kernels import place_body_kernel
-    from biobullet.constraints.loop_kernels import rows_into_kernel, tree_kinematics_into_kernel
+    from biobullet.constraints.loop_kernels import body_rates_kernel, rows_into_kernel, tree_kinematics_into_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
                                                           "_ROWS_INTO": rows_into_kernel()})
-    return {"_KIN_INTO": tree_kinematics_into_kernel(), "_ROWS_INTO": rows_into_kernel(),
-            "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True), "_norm": _norm_py, "_RESIDUAL": residual}
+    return {"_KIN_INTO": tree_kinematics_into_kernel(), "_BODY_RATES": body_rates_kernel(),
+            "_ROWS_INTO": rows_into_kernel(), "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True),
+            "_norm": _norm_py, "_RESIDUAL": residual}
 
 
 def with_newton_solve(kernel, inline: bool = False):

@@ -69,7 +69,7 @@ def compiling() -> bool:
     inside `uncompiled()`."""
     return ENABLED and not getattr(_THREAD, "uncompiled", False)
 
-_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil) → its compiled twin (False: none)
+_COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil, nrt) → its compiled twin
 _DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
 
 
@@ -429,14 +429,17 @@ def _error_model(function: Callable) -> str:
 
 
 def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False, variant: str = "",
-             nogil: bool = True):
+             nogil: bool = True, nrt: bool = True):
     """The compiled kernel of `function` with the names `bind` gives (a variant named `variant` when one function
     is compiled with several bindings; numba compiles it on its first call, and a library kernel that fails to
     raises `KernelCompileError`); with `ENABLED` off its uncompiled form with the same bindings (`_uncompiled`).
     Its error model (`_error_model`) applies to the kernels `bind` compiles too, unless their modules declare
     their own. `nogil=False` keeps the
     GIL during a call from Python: releasing and taking it back costs ≈ 0.035 µs a call, which a kernel called per
-    step from Python for well under a microsecond (the public calls' entry) does not win back."""
+    step from Python for well under a microsecond (the public calls' entry) does not win back. `nrt=False` compiles
+    it without numba's reference-counting runtime (a thin entry from Python that allocates nothing and returns no
+    array: its wrapper then converts an array argument without allocating a memory-info record for it, and the
+    kernels it calls count no references on it — `pipeline.stages.forward_entry_py`)."""
     error_model = _error_model(function)
     if not compiling():
         key = (function, inline, variant, error_model)
@@ -446,7 +449,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             if not inline:
                 _COMPILED[key] = kernel
         return kernel
-    kernel = _COMPILED.get((function, inline, variant, error_model, nogil))   # an inlined twin: its own dispatcher
+    kernel = _COMPILED.get((function, inline, variant, error_model, nogil, nrt))   # an inlined twin: its own dispatcher
     if kernel is None:
         import numba
         _ERROR_MODEL.append(error_model)
@@ -459,6 +462,8 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             name = f"{name}_{error_model}" if name else error_model
         if not nogil:   # (numba's cache index does not tell the two wrappers apart)
             name = f"{name}_gil" if name else "gil"
+        if not nrt:   # (nor the two runtimes)
+            name = f"{name}_no_nrt" if name else "no_nrt"
         # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
         target = _with_globals(function, bound_kernels, name)
         digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
@@ -467,12 +472,14 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
         _announce_compiles()
         _KERNEL_CODES.add(function.__code__)
         options = {"cache": True, "nogil": nogil, "error_model": error_model}
+        if not nrt:
+            options["_nrt"] = False
         if inline:
             options["inline"] = "always"
         kernel = _guard_cache(numba.njit(**options)(target))
         if inline:
             _INLINE_OWN[kernel] = frozenset(bound_kernels)
-        _COMPILED[function, inline, variant, error_model, nogil] = kernel
+        _COMPILED[function, inline, variant, error_model, nogil, nrt] = kernel
     return kernel
 
 

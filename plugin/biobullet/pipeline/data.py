@@ -164,18 +164,18 @@ class Data:
         return bool(self.arrays.loop_warm.valid.all())
 
     def _entry(self, q, v, tau, t: float, want: int, out_vector, out_matrix):
-        """The forward kernel's direct entry (compiled, or loaded from numba's cache, on the first call). It is
+        """The public calls' direct entry (`pipeline.kernels.forward_entry`: compiled, or loaded from numba's cache, on
+        the first call). It is
         built for q, v, τ of any layout (strided copies of them in the first call), so a call checks only their
         type, dtype and shape."""
         if self._forward is None:
-            from biobullet.core.jit_pair import record_reader
-            from biobullet.pipeline.kernels import forward_kernel, has_loops
+            from biobullet.core.jit_pair import pack_record, record_reader
+            from biobullet.pipeline.kernels import forward_entry, has_loops
             arrays = self.kernel_arrays()
-            kernel = forward_kernel(record_reader(self.compiled, arrays), loops=has_loops(self.compiled))
-            from biobullet.core.jit_pair import pack_record
             self._record, self._workspace = pack_record(self.compiled, arrays, borrowed=True)
-            self._forward = self.entries["forward"] = jit.direct_entry(
-                kernel, self._workspace, _strided(q), _strided(v), _strided(tau), t, want, out_vector, out_matrix)
+            self._forward = self.entries["forward"] = forward_entry(
+                record_reader(self.compiled, arrays), has_loops(self.compiled), self._workspace, _strided(q),
+                _strided(v), _strided(tau), t, want, out_vector, out_matrix)
             self._direct = not (self._callback or self._loops)
         return self._forward
 

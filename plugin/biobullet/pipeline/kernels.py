@@ -95,6 +95,19 @@ def forward_kernel(read_record, loops: bool = True):
     return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)
 
 
+def forward_entry(read_record, loops: bool, *args):
+    """The public calls' entry from Python for the argument types of `args` (called once with them,
+    `core.jit.direct_entry`): `forward_entry_py` over `forward_kernel(read_record, loops)`, compiled without numba's
+    reference-counting runtime (`core.jit.compiled(nrt=False)`: ≈ 0.15–0.2 µs less per call, docs/speed.md). The
+    forward kernel keeps the runtime: it is compiled first, under its own flags (compiled inside the entry's
+    compile, a callee takes its caller's runtime switch)."""
+    entry = jit.compiled(stages.forward_entry_py, bind=lambda: {"_FORWARD": forward_kernel(read_record, loops)},
+                         variant=_variant(loops=loops), nogil=False, nrt=False)
+    if not jit.is_cached(entry, *args):
+        jit.matched_entry(forward_kernel(read_record, loops), *args)
+    return jit.direct_entry(entry, *args)
+
+
 def applied_forces_kernel(inline: bool = False):
     """The compiled `applied_forces_py`."""
     from biobullet.contact.kernels import ground_forces_kernel

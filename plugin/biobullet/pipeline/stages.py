@@ -211,6 +211,15 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
     return 0
 
 
+def forward_entry_py(address, q, v, tau, t, want, out_vector, out_matrix):
+    """`forward_py` as the public calls' entry from Python (`pipeline.kernels.forward_entry_kernel`), compiled
+    without numba's reference-counting runtime: its wrapper converts each of the five arrays without allocating a
+    memory-info record for it (≈ 0.03 µs an array), and `forward_py` then counts no references on them (a null
+    test, not an atomic operation each time it passes or slices one). Nothing here allocates or returns an
+    array."""
+    return _FORWARD(address, q, v, tau, t, want, out_vector, out_matrix)
+
+
 def applied_forces_py(model, data, forces, t, rot, pos, sub):
     """Applied joint-space forces τ into data.tau and (input power, dissipated power) into data.power at the joint
     state in data, the bodies' kinematics (rot, pos, sub: `constraints.loop_kernels`' tree kinematics at data.x;

@@ -311,3 +311,36 @@ def test_andrews_squeezer_takes_its_kept_solution_at_a_repeated_state():
         np.testing.assert_allclose(index.velocity_to_pinocchio(gradient @ accel + gamma), expected, rtol=0,
                                    atol=1e-8 * max(1.0, np.max(np.abs(expected))))
     assert taken == 4, taken
+
+
+def test_the_rate_pass_takes_the_residuals_placements_only_at_their_joint_layout():
+    """The loop Newton's rate pass computes the bodies' velocities on the placements the last residual left in the
+    work arrays where the joint layout is theirs to round-off (`constraints.newton_kernel.PLACED_ROUND_OFF`),
+    else it places the bodies again. Four-bar knee, bias forces at a state twice (a solve, then its kept solution):
+    with the work arrays' rotations then overwritten by NaN, a third call at that state reads them (the stage
+    declines: no finite result; on main it placed the bodies again and did not); with their joint layout
+    (`placed`) moved 1e-12 as well, the call places the bodies again and agrees with the `reduced_pinocchio` check
+    formulation (its own tree algorithms and resolver) to 1e-12 of the result's largest entry."""
+    import biobullet
+    from biobullet.constraints.newton_kernel import PLACED_ROUND_OFF
+    model = biobullet.load_model("fourbar_knee")
+    check = biobullet.load_model("fourbar_knee")
+    rng = np.random.default_rng(232)
+    q0, _ = model.initial_state()
+    v = rng.normal(size=model.nv)
+    data, work = model.workspace, model.workspace.loop_work
+    for k, moved in enumerate((0.0, 1e-12)):
+        q = q0 + 0.01 * (k + 1) * rng.uniform(-1.0, 1.0, model.nq)
+        expected = check.bias_forces(q, v, formulation="reduced_pinocchio")
+        for _ in range(2):
+            np.testing.assert_allclose(model.bias_forces(q, v), expected, rtol=0,
+                                       atol=1e-12 * np.max(np.abs(expected)))
+        assert np.all(np.abs(work.placed - data.arrays.x[model.compiled.loops.view_start:]) <= PLACED_ROUND_OFF)
+        work.rot[:] = np.nan
+        work.placed[:] += moved
+        result = data.bias_forces(model, q, v)
+        if moved:
+            assert result is not None, "the stage declined"
+            np.testing.assert_allclose(result, expected, rtol=0, atol=1e-12 * np.max(np.abs(expected)))
+        else:
+            assert result is None, "the rate pass placed the bodies again"
