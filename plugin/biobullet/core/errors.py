@@ -85,7 +85,9 @@ class ModelError(BiobulletError):
 
     def __init__(self, message: str, *, file: str | None = None, element: str | None = None,
                  attribute: str | None = None, expected: str | None = None, argument: str | None = None) -> None:
-        self.file, self.element, self.attribute, self.argument = file, element, attribute, argument
+        # (an argument's name is its `attribute` too: callers read either — `Bridge(dt=0)`'s error named dt there)
+        self.file, self.element, self.argument = file, element, argument
+        self.attribute = attribute if attribute is not None else argument
         self.expected, self.detail = expected, message
         where = []
         if file:

@@ -2,7 +2,9 @@
 
 Relative error of one quantity = max|ours − oracle| / max|oracle|, the largest entry of the oracle's value of
 that quantity at the same sample (per body for inertias, per link for Jacobians); a value that is zero there is
-measured against the largest entry the quantity has over all samples. So it is relative at every scale: a robot
+measured against the largest entry the quantity has over all samples, and a quantity the oracle has zero at every
+sample (the bias forces of a joint whose axis is along gravity) by its absolute error in SI units, as no scale is
+there to be relative to. So it is relative at every scale: a robot
 scaled down by 1e-3 has the relative errors of the full-size one (the absolute error of its small entries was shown
 as "max rel" before, and passed whatever it was). A check passes when max_rel_error ≤ its tolerance: `tol` for
 Pinocchio; for PyBullet max(tol, PYBULLET_FACTOR · ε), where ε is how far PyBullet's own stored inertias (it
@@ -117,14 +119,17 @@ class _Accumulator:
         self.pairs.setdefault(key, []).append((diff, scale if np.isfinite(scale) else 0.0))
 
     def relative(self, key) -> float:
-        """max over the comparisons of error / scale, a zero scale replaced by the check's largest (module
-        docstring); inf after a failure, 0 when every error is 0."""
+        """max over the comparisons of error / scale, a zero scale replaced by the check's largest, and the
+        absolute error where the oracle is zero at every sample (module docstring: before, the round-off of a bias
+        force that is zero throughout, 1.5e-36, was an infinite relative error); inf after a failure, 0 when every
+        error is 0."""
         pairs = self.pairs.get(key, [])
         largest = max((scale for _, scale in pairs), default=0.0)
         worst = 0.0
         for diff, scale in pairs:
             if diff > 0.0:
-                worst = max(worst, diff / (scale or largest) if (scale or largest) > 0.0 else np.inf)
+                worst = max(worst, diff / (scale or largest) if (scale or largest) > 0.0
+                            else diff if np.isfinite(diff) else np.inf)
         return worst
 
     def fail(self, key, message: str) -> None:
