@@ -92,38 +92,41 @@ class CouplingWarning(BridgeWarning):
 
 class WatchedRows(NamedTuple):
     """What `_surprise_py` compares beyond the state: the first 1-DOF joint entry of x (jb, after a floating base
-    and spherical joints) and of the checked ẋ (vb), and the constant rows jac x − offset (m × n; none when m = 0)."""
+    and spherical joints) and of ẋ (vb), the entries of ẋ whose prediction is not checked (skip: a floating base's
+    linear velocity, see `OutsideWatch.skip`), a floating base's COM offset p_i (root-link frame; empty without one)
+    and the constant rows jac x − offset (m × n; none when m = 0)."""
     jb: int
     vb: int
+    skip: int
+    com: np.ndarray
     jac: np.ndarray
     offset: np.ndarray
 
 
 def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
-    jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight) beyond jump_tolerance ×
-    (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ
-    (has_xdd), or else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond
-    LINEAR_TOLERANCE."""
-    jb, vb, jac, offset = watched.jb, watched.vb, watched.jac, watched.offset
-    peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
+    max |x|, same, blind; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
+    jumped: `_plain_check_py`'s position test (the 1-DOF joints and a floating base's COM) — a reset, or a time step
+    changed by the user; blind: no tested position moved enough to show a changed time step; disturbed: jumped, or
+    ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd; the entries after watched.skip), or
+    else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
+    jac, offset, skip = watched.jac, watched.offset, watched.skip
+    peak_v, peak_x, same, code = _PLAIN_CHECK(x, xd, prev_x, prev_v, watched.jb, watched.vb, dt, weight,
+                                              jump_tolerance, watched.com)
     if not peak_v < np.inf:   # a non-finite state
-        return True, False, np.inf, np.inf, False
-    jump = 0.0
-    for i in range(x.shape[0] - jb):
-        d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
-        if d > jump:
-            jump = d
-    jumped = jump > jump_tolerance * (1.0 + peak_x)
-    if jumped:
-        return True, True, peak_v, peak_x, same
+        return True, False, np.inf, np.inf, False, False
+    if code == 1:
+        return True, True, peak_v, peak_x, same, False
+    blind = code == 2
     if has_xdd:
-        limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
-        for i in range(xd.shape[0]):
+        peak_checked = 0.0
+        for i in range(skip, xd.shape[0]):
+            peak_checked = max(peak_checked, abs(xd[i]))
+        limit = SURPRISE_TOLERANCE * (1.0 + peak_checked)
+        for i in range(skip, xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x, same
-        return False, False, peak_v, peak_x, same
+                return True, False, peak_v, peak_x, same, blind
+        return False, False, peak_v, peak_x, same, blind
     for r in range(jac.shape[0]):
         phi = -offset[r]
         phi_dot = 0.0
@@ -131,8 +134,8 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x, same
-    return False, False, peak_v, peak_x, same
+            return True, False, peak_v, peak_x, same, blind
+    return False, False, peak_v, peak_x, same, blind
 
 
 def _runaway_py(x, xd, prev_x, prev_v, jb):
@@ -211,9 +214,15 @@ def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, o
     return peak_v, peak_x, same, 2 if motion <= BLIND_STEP * scale else 0
 
 
+def plain_check_kernel():
+    """The compiled `_plain_check_py` (compiled or loaded from the cache on first use)."""
+    return jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py), "_BASE_COM": jit.compiled(
+        _base_com_py, bind={"_ROTATION": quaternion_to_matrix})})
+
+
 def surprise_kernel():
     """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
-    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py)})
+    return jit.compiled(_surprise_py, bind={"_PLAIN_CHECK": plain_check_kernel()})
 
 
 def massless_cause(name: str) -> tuple[str, str, str]:
@@ -281,17 +290,14 @@ class OutsideWatch:
         n = model.n_config
         jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
                        if linear is not None else (np.zeros((0, n)), np.zeros(0)))
-        self._watched = WatchedRows(int(self.jb), int(self.vb - self.skip), jac, offset)
+        #: a floating base's COM offset p_i (root-link frame; empty without one): the position tests' base test
+        self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
+        self._watched = WatchedRows(int(self.jb), int(self.vb), int(self.skip), self._offset, jac, offset)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
-        #: a floating base's COM offset p_i (root-link frame; empty without one): the plain check's base test
-        self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
-        self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py),
-                                                                             "_BASE_COM": jit.compiled(
-                                                                                 _base_com_py, bind={
-                                                                                     "_ROTATION": quaternion_to_matrix})}),
-                                         self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.jb, self.vb, 1e-3,
-                                         1.0, JUMP_TOLERANCE, self._offset)
+        self._runaway = jit.direct_entry(plain_check_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
+                                         self.jb, self.vb, 1e-3, 1.0, JUMP_TOLERANCE, self._offset)
+
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
         returns `repeated` (the state unchanged bit for bit, a torque sent, and a step with it would have moved the
@@ -309,21 +315,34 @@ class OutsideWatch:
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
         if jumped == 1 and not same:
-            if not bridge.engine_parameters(self.step_length(x, xd)) and "skipped" not in self.warned \
-                    and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
-                self._skipped_without_rows(x, xd)
-            self._stops_after_reset(x)
+            self._jumped_without_rows(x, xd)
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
             self.step_index -= 1
         elif jumped == 2:
-            # blind: the positions cannot show a setTimeStep, so the client's time step is read (before, a ball
-            # resting on its contact kept the old dt for good); a change found so is the coming step's (the last
-            # apply() read the old one), and the step read counts at the bridge's dt
-            engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
-            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps:
-                bridge.engine_parameters(bridge.dt)
+            self._blind_step()
         return self.repeated
+
+    def _jumped_without_rows(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """A position jump on a model without rows (nothing to project): a time step or sub-steps changed by the
+        user (the client's parameters re-read, `Bridge.engine_parameters`), several stepSimulation() per apply()
+        (named), or a reset (a stop deep beyond its limit named)."""
+        bridge = self.bridge
+        if not bridge.engine_parameters(self.step_length(x, xd)) and "skipped" not in self.warned \
+                and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
+            self._skipped_without_rows(x, xd)
+        self._stops_after_reset(x)
+
+    def _blind_step(self) -> None:
+        """A step whose tested positions (1-DOF joints, a floating base's COM) moved too little to show a changed
+        time step (`_plain_check_py`'s blind): the client's time step is read (≈ 1 µs, only then; before, a ball
+        resting on its contact, a loop model at rest or a body of spherical joints alone kept the old dt for good);
+        a change found so is the coming step's (the last apply() read the old one), and the step read counts at
+        the bridge's dt."""
+        bridge = self.bridge
+        engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+        if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps:
+            bridge.engine_parameters(bridge.dt)
 
     def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have moved the state:
@@ -391,16 +410,10 @@ class OutsideWatch:
         jump_tolerance = JUMP_TOLERANCE
         if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
-        prev_v = self.prev_v
-        if self.floating:   # the base's linear velocity is not predicted (see `skip`); its size still counts
-            xd_checked, prev_v, xdd = xd[3:], prev_v[3:], None if xdd is None else xdd[3:]
-        else:
-            xd_checked = xd
-        disturbed, jumped, peak_v, peak_x, same = self._check(
-            x, xd_checked, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
+        # (a floating base's linear velocity is not predicted, `skip`; its size still counts)
+        disturbed, jumped, peak_v, peak_x, same, blind = self._check(
+            x, xd, self.prev_x, self.prev_v, self.prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
             self.weight, self._watched, jump_tolerance)
-        if self.floating:
-            peak_v = max(peak_v, abs(xd[0]), abs(xd[1]), abs(xd[2]))
         self.peak = peak_x
         runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
         if runaway and not (jumped and self.rows):
@@ -419,6 +432,10 @@ class OutsideWatch:
             self.peak = np.inf   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
             return False
+        if jumped:   # (before, a time step changed by the user was never followed here without rows)
+            self._jumped_without_rows(x, xd)
+        elif blind:   # (before, nor on a body at rest, or whose only moving positions are not tested)
+            self._blind_step()
         if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
