@@ -5,7 +5,8 @@ model's force elements (`forces.force_elements`: the file's elements, URDF `<lim
 Python) at the tree state (x, ẋ) read from PyBullet. When every element has a compiled form — joint torques,
 joint spring-dampers and stops, point-to-point springs, third-party elements with a `compiled_kernel` (the
 segments' air damping among them) — τ is one call of the pipeline's force stage (`pipeline.stages.forces_stage_py`,
-`pipeline.kernels.forces_kernel`) on the bridge's own `Data` and `ForceRows`; otherwise, and for a state the
+`pipeline.kernels.forces_kernel`) on the bridge's own `Data` and `ForceRows`, both passed as records by address
+(`_forces_at_py`); otherwise, and for a state the
 compiled stage declines (a zero-length spring), the Python hook `forces.applied_forces` serves, which also raises
 the element's own clear error. The choice is made again whenever elements are added or cleared
 (`forces.collection.added_generation`).
@@ -41,6 +42,36 @@ def joint_stage_kernel():
     return jit.compiled(_joint_stage_py, bind=lambda: {"_JOINT_FORCES": joint_forces_kernel()})
 
 
+def _forces_at_py(address, rows_address, x, xd, t):
+    """The pipeline's force stage (`stages.forces_stage_py`) on the workspace record at `address` (the compiled
+    model's and the bridge's Data arrays' fields, `core.jit_pair.pack_record`) and the `ForceRows` record at
+    `rows_address`: x and ẋ copied into the workspace, then the stage (its status; τ in the workspace's tau).
+    Two addresses instead of the three NamedTuples' ≈ 50 arrays converted at every call from Python (≈ 2–4 µs)."""
+    workspace = _WORKSPACE(address)
+    for i in range(x.shape[0]):
+        workspace.x[i] = x[i]
+    for i in range(xd.shape[0]):
+        workspace.xd[i] = xd[i]
+    return _FORCES(workspace, workspace, _ROWS(rows_address), t)
+
+
+def forces_at_kernel(compiled, arrays, rows):
+    """(the compiled `_forces_at_py` for these records' layouts, the workspace record and its address, the rows'
+    record and its address); the caller keeps the records and the tuples alive while it uses the addresses."""
+    import hashlib
+    from biobullet.core.jit_pair import pack_record, record_reader, record_type
+    from biobullet.muscles.dynamics import NoFields
+    from biobullet.pipeline.kernels import forces_kernel
+    layout = (hashlib.sha256((str(record_type(compiled, arrays)) + str(record_type(rows, NoFields()))).encode())
+              .hexdigest()[:16] if jit.compiling() else "")
+    kernel = jit.compiled(_forces_at_py, variant=f"record_{layout}" if layout else "", nogil=False,
+                          bind=lambda: {"_WORKSPACE": record_reader(compiled, arrays),
+                                        "_ROWS": record_reader(rows, NoFields()), "_FORCES": forces_kernel()})
+    workspace = pack_record(compiled, arrays, borrowed=True)
+    packed_rows = pack_record(rows, NoFields(), borrowed=True)
+    return kernel, workspace, packed_rows
+
+
 class ForceStage:
     """τ of the model's force elements at (x, ẋ, t) for a bridge (module docstring)."""
 
@@ -50,6 +81,10 @@ class ForceStage:
         self._elements: tuple = ()
         self._entry = None          # the compiled force stage's direct entry, or None: the Python hook
         self._arguments: tuple = ()  # (compiled model, data arrays, force rows) of that entry
+        #: compiled, not the joint-force kernel alone: (the entry of `_forces_at_py`, the workspace record's address,
+        #: the rows record's address), else None; `_records` keeps the records alive
+        self._at: tuple | None = None
+        self._records: tuple = ()
         self._constant_tau = np.zeros(model.n_tangent)
         self._varying: list = []    # time-varying JointTorques and their tangent index
         self._joint_only = False    # the entry is the joint-force kernel alone (no springs, plug-ins)
@@ -62,6 +97,7 @@ class ForceStage:
         """Re-read the element list and decide the compiled stage or the hook."""
         self._generation = added_generation()
         self._elements = force_elements(self.model)
+        self._at = None
         self._entry = self._compiled_stage(self._elements) if self._elements else None
         self.quiet_below = self._quiet_bound()
 
@@ -122,9 +158,18 @@ class ForceStage:
         self._joint_only = False
         data = model.data()
         # the first call (`direct_entry`'s) at the neutral pose: a zero quaternion has no rotation
-        data.arrays.x[:model.base_nq] = model.neutral_configuration()[:model.base_nq]
+        neutral = np.array(model.neutral_configuration(), dtype=float)
+        data.arrays.x[:model.base_nq] = neutral[:model.base_nq]
         self._arguments = (model.compiled, data.kernel_arrays(), rows)
-        return jit.direct_entry(kernel, *self._arguments, 0.0)
+        if not jit.compiling():
+            return jit.direct_entry(kernel, *self._arguments, 0.0)
+        # compiled: the records by address (`_forces_at_py`), kept alive with the tuples they borrow from
+        at_kernel, workspace, packed_rows = forces_at_kernel(*self._arguments)
+        self._records = (workspace, packed_rows)
+        x, xd = np.array(data.arrays.x), np.zeros(model.n_tangent)
+        self._at = (jit.direct_entry(at_kernel, workspace[1], packed_rows[1], x, xd, 0.0), workspace[1],
+                    packed_rows[1])
+        return self._at[0]
 
     @property
     def joint_only(self) -> bool:
@@ -158,10 +203,15 @@ class ForceStage:
             return self._arguments[4] if entry(x, xd, *self._arguments) else None
         if entry is not None:
             compiled, arrays, rows = self._arguments
-            arrays.x[:] = x
-            arrays.xd[:] = xd
-            if entry(compiled, arrays, rows, float(t)) == 0:
-                return arrays.tau
+            at = self._at
+            if at is not None:   # (the bridge's reads: C-contiguous float arrays, as the entry takes them)
+                if entry(at[1], at[2], x, xd, float(t)) == 0:
+                    return arrays.tau
+            else:
+                arrays.x[:] = x
+                arrays.xd[:] = xd
+                if entry(compiled, arrays, rows, float(t)) == 0:
+                    return arrays.tau
         return np.asarray(applied_forces(self.model, x, xd, t, self._elements), dtype=float)
 
 
