@@ -16,6 +16,8 @@ every body of the scene.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from biobullet.core import jit
@@ -42,6 +44,35 @@ def joint_stage_kernel():
     return jit.compiled(_joint_stage_py, bind=lambda: {"_JOINT_FORCES": joint_forces_kernel()})
 
 
+class JointStageRows(NamedTuple):
+    """`_joint_stage_py`'s rows and τ buffers, one record passed by address (`_joint_stage_at_py`)."""
+    springs: np.ndarray
+    spring_params: np.ndarray
+    stops: np.ndarray
+    stop_params: np.ndarray
+    tau: np.ndarray
+    tau_time: np.ndarray
+
+
+def _joint_stage_at_py(address, x, xd):
+    """`_joint_stage_py` with its `JointStageRows` read from the record at address (three arguments converted per
+    call instead of eight)."""
+    r = _JOINT_ROWS(address)
+    return _JOINT_STAGE(x, xd, r.springs, r.spring_params, r.stops, r.stop_params, r.tau, r.tau_time)
+
+
+def _record_kernel(function, pairs: dict, callees: dict):
+    """`function` compiled with a reader bound for each of `pairs` ({name: (NamedTuple, NamedTuple)}, each pair read
+    from one `core.jit_pair` record by address) and `callees`, one variant per layout of the records; returns (the
+    kernel, {name: (the packed record, its address)}): the caller keeps the packed records and the tuples alive."""
+    import hashlib
+    from biobullet.core.jit_pair import pack_record, record_reader, record_type
+    layout = hashlib.sha256("".join(str(record_type(*pair)) for pair in pairs.values()).encode()).hexdigest()[:16]
+    kernel = jit.compiled(function, variant=f"record_{layout}", nogil=False,
+                          bind=lambda: {**{name: record_reader(*pair) for name, pair in pairs.items()}, **callees})
+    return kernel, {name: pack_record(*pair, borrowed=True) for name, pair in pairs.items()}
+
+
 def _forces_at_py(address, rows_address, x, xd, t):
     """The pipeline's force stage (`stages.forces_stage_py`) on the workspace record at `address` (the compiled
     model's and the bridge's Data arrays' fields, `core.jit_pair.pack_record`) and the `ForceRows` record at
@@ -56,20 +87,13 @@ def _forces_at_py(address, rows_address, x, xd, t):
 
 
 def forces_at_kernel(compiled, arrays, rows):
-    """(the compiled `_forces_at_py` for these records' layouts, the workspace record and its address, the rows'
-    record and its address); the caller keeps the records and the tuples alive while it uses the addresses."""
-    import hashlib
-    from biobullet.core.jit_pair import pack_record, record_reader, record_type
+    """(the compiled `_forces_at_py` for these records' layouts, {"_WORKSPACE": (the workspace record, its address),
+    "_ROWS": (the rows' record, its address)}); the caller keeps the records and the tuples alive while it uses the
+    addresses."""
     from biobullet.muscles.dynamics import NoFields
     from biobullet.pipeline.kernels import forces_kernel
-    layout = (hashlib.sha256((str(record_type(compiled, arrays)) + str(record_type(rows, NoFields()))).encode())
-              .hexdigest()[:16] if jit.compiling() else "")
-    kernel = jit.compiled(_forces_at_py, variant=f"record_{layout}" if layout else "", nogil=False,
-                          bind=lambda: {"_WORKSPACE": record_reader(compiled, arrays),
-                                        "_ROWS": record_reader(rows, NoFields()), "_FORCES": forces_kernel()})
-    workspace = pack_record(compiled, arrays, borrowed=True)
-    packed_rows = pack_record(rows, NoFields(), borrowed=True)
-    return kernel, workspace, packed_rows
+    return _record_kernel(_forces_at_py, {"_WORKSPACE": (compiled, arrays), "_ROWS": (rows, NoFields())},
+                          {"_FORCES": forces_kernel()})
 
 
 class ForceStage:
@@ -150,11 +174,20 @@ class ForceStage:
             # arguments cost ≈ 1.5 µs a call to pass, this kernel 0.4 µs in all)
             joint_kernel = joint_stage_kernel()
             tau = np.zeros(model.n_tangent)
-            self._arguments = (rows.joint_springs, rows.joint_spring_params, rows.joint_stops,
-                               rows.joint_stop_params, tau, rows.tau_time)
+            self._arguments = JointStageRows(rows.joint_springs, rows.joint_spring_params, rows.joint_stops,
+                                             rows.joint_stop_params, tau, rows.tau_time)
             self._joint_only = True
             zero_x, zero_xd = np.zeros(model.n_config), np.zeros(model.n_tangent)
-            return jit.direct_entry(joint_kernel, zero_x, zero_xd, *self._arguments)
+            if not jit.compiling():
+                return jit.direct_entry(joint_kernel, zero_x, zero_xd, *self._arguments)
+            # compiled: the rows as one record by address (`_joint_stage_at_py`)
+            from biobullet.muscles.dynamics import NoFields
+            at_kernel, packed = _record_kernel(_joint_stage_at_py, {"_JOINT_ROWS": (self._arguments, NoFields())},
+                                               {"_JOINT_STAGE": joint_kernel})
+            self._records = tuple(packed.values())
+            self._at = (jit.direct_entry(at_kernel, packed["_JOINT_ROWS"][1], zero_x, zero_xd),
+                        packed["_JOINT_ROWS"][1])
+            return self._at[0]
         self._joint_only = False
         data = model.data()
         # the first call (`direct_entry`'s) at the neutral pose: a zero quaternion has no rotation
@@ -164,11 +197,11 @@ class ForceStage:
         if not jit.compiling():
             return jit.direct_entry(kernel, *self._arguments, 0.0)
         # compiled: the records by address (`_forces_at_py`), kept alive with the tuples they borrow from
-        at_kernel, workspace, packed_rows = forces_at_kernel(*self._arguments)
-        self._records = (workspace, packed_rows)
+        at_kernel, packed = forces_at_kernel(*self._arguments)
+        self._records = tuple(packed.values())
+        address, rows_address = packed["_WORKSPACE"][1], packed["_ROWS"][1]
         x, xd = np.array(data.arrays.x), np.zeros(model.n_tangent)
-        self._at = (jit.direct_entry(at_kernel, workspace[1], packed_rows[1], x, xd, 0.0), workspace[1],
-                    packed_rows[1])
+        self._at = (jit.direct_entry(at_kernel, address, rows_address, x, xd, 0.0), address, rows_address)
         return self._at[0]
 
     @property
@@ -200,7 +233,9 @@ class ForceStage:
             for element, k in self._varying:
                 tau_time[k] += element.torque(t)
         if entry is not None and self._joint_only:
-            return self._arguments[4] if entry(x, xd, *self._arguments) else None
+            at = self._at   # (the bridge's reads: C-contiguous float arrays, as the entry takes them)
+            count = entry(at[1], x, xd) if at is not None else entry(x, xd, *self._arguments)
+            return self._arguments[4] if count else None
         if entry is not None:
             compiled, arrays, rows = self._arguments
             at = self._at
