@@ -105,19 +105,19 @@ class WatchedRows(NamedTuple):
 
 def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
-    max |x|, same, blind; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
-    jumped: `_plain_check_py`'s position test (the 1-DOF joints and a floating base's COM) — a reset, or a time step
-    changed by the user; blind: no tested position moved enough to show a changed time step; disturbed: jumped, or
+    max |x|, same; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
+    jumped: `_plain_check_py`'s position test (the 1-DOF joints and a floating base's COM), 1 — a reset, or a time
+    step changed by the user —, 2 where no tested position moved enough to show a changed time step (blind), else
+    0; disturbed: jumped (1), or
     ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd; the entries after watched.skip), or
     else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE."""
     jac, offset, skip = watched.jac, watched.offset, watched.skip
     peak_v, peak_x, same, code = _PLAIN_CHECK(x, xd, prev_x, prev_v, watched.jb, watched.vb, dt, weight,
                                               jump_tolerance, offset if skip == 3 else offset[:0])
     if not peak_v < np.inf:   # a non-finite state
-        return True, False, np.inf, np.inf, False, False
+        return True, 0, np.inf, np.inf, False
     if code == 1:
-        return True, True, peak_v, peak_x, same, False
-    blind = code == 2
+        return True, 1, peak_v, peak_x, same
     if has_xdd:
         peak_checked = 0.0
         for i in range(skip, xd.shape[0]):
@@ -125,8 +125,8 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
         limit = SURPRISE_TOLERANCE * (1.0 + peak_checked)
         for i in range(skip, xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x, same, blind
-        return False, False, peak_v, peak_x, same, blind
+                return True, code, peak_v, peak_x, same
+        return False, code, peak_v, peak_x, same
     for r in range(jac.shape[0]):
         phi = -offset[r]
         phi_dot = 0.0
@@ -134,8 +134,8 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x, same, blind
-    return False, False, peak_v, peak_x, same, blind
+            return True, code, peak_v, peak_x, same
+    return False, code, peak_v, peak_x, same
 
 
 def _runaway_py(x, xd, prev_x, prev_v, jb):
@@ -415,9 +415,10 @@ class OutsideWatch:
         if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
         # (a floating base's linear velocity is not predicted, `skip`; its size still counts)
-        disturbed, jumped, peak_v, peak_x, same, blind = self._check(
+        disturbed, code, peak_v, peak_x, same = self._check(
             x, xd, self.prev_x, self.prev_v, self.prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
             self.weight, self._watched, jump_tolerance)
+        jumped = code == 1
         self.peak = peak_x
         runaway = (peak_v, peak_x) if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT else None
         if runaway and not (jumped and self.rows):
@@ -438,7 +439,7 @@ class OutsideWatch:
             return False
         if jumped:   # (before, a time step changed by the user was never followed here without rows)
             self._jumped_without_rows(x, xd)
-        elif blind:   # (before, nor on a body at rest, or whose only moving positions are not tested)
+        elif code == 2:   # blind (before, nor a body at rest, or whose only moving positions are not tested)
             self._blind_step()
         if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
                 and "loop_step" not in self.warned):
