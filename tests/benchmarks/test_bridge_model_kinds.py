@@ -1,6 +1,9 @@
 """`Bridge.step()` per model kind, in one run: ratios to a bare PyBullet step and to the minimal hand-written loop on
-the same model (`biobullet.bench.bridge_speed` with `KIND_RUNNERS`: interleaved rounds, best round, thread CPU
-time). Kinds: a fixed-base arm with a nonlinear joint function (KUKA iiwa from pybullet_data, q3 = 0.5 sin q2 +
+the same model (`biobullet.bench.bridge_speed` with `KIND_RUNNERS`: ROUNDS interleaved rounds of one block of STEPS
+steps per loop, thread CPU time). The bridge / minimal ratio is the median over the rounds of the ratio of the round's
+two adjacent blocks (the bridge's and the minimal loop's, their order alternating between rounds), printed with its
+interquartile range and min–max; the per-step times are the loops' medians over the rounds. (A best-of-rounds ratio
+scattered by ±0.1 between idle runs: one lucky block of either loop moved it whole.) Kinds: a fixed-base arm with a nonlinear joint function (KUKA iiwa from pybullet_data, q3 = 0.5 sin q2 +
 0.2 q4²), linear joint functions (shoulder rhythm), nonlinear couplings of the 3-link pendulum (a `polynomial` and an
 `expression` — both on the compiled per-step path, the expression as an instruction tape), closed loops (four-bar
 knee; Andrews' squeezer, dt = 1e-5 s), contact (ball drop with Hu–Guo, dt = 1e-4 s), flexible links (elastic 3-link
@@ -40,6 +43,8 @@ from nonlinear_pendulum import pendulum_text, write_pendulum  # noqa: E402
 from spherical_arms import ARM, COUPLED  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+#: interleaved rounds per kind and steps per block (one block ≈ 0.5–3 ms of CPU)
+ROUNDS, STEPS = 60, 50
 
 
 def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
@@ -77,24 +82,26 @@ def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
     }
     rows = {}
     for name, (model, dt) in cases.items():
-        measured = bridge_speed(model, rounds=30, steps=50, dt=dt, runners=KIND_RUNNERS)
-        best = measured["best"]["cpu"]
-        rows[name] = {"dt": dt, **{k: v * 1e6 for k, v in best.items()},
+        measured = bridge_speed(model, rounds=ROUNDS, steps=STEPS, dt=dt, runners=KIND_RUNNERS)
+        median, paired = measured["median"]["cpu"], measured["paired"]["cpu"]
+        rows[name] = {"dt": dt, **{k: v * 1e6 for k, v in median.items()},
                       "minimal_is": measured["minimal_kind"].replace("_", " ").replace("read send", "read + send")
                                     .replace("forces", "read + forces + send"),
-                      "bridge/minimal": best["bridge"] / best["minimal"], "bridge/bare": best["bridge"] / best["bare"],
+                      "bridge/minimal": paired, "bridge/bare": median["bridge"] / median["bare"],
                       "max_residual": measured["max_residual"]}
     lines = ["| model kind | dt (s) | bare (µs) | read + send (µs) | computed torque (µs) | read + forces + send (µs) "
-             "| bridge (µs) | minimal loop | bridge / minimal | bridge / bare |",
+             "| bridge (µs) | minimal loop (µs) | bridge / minimal, median (IQR; min–max) | bridge / bare |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
+        ratio = r["bridge/minimal"]
         lines.append(f"| {name} | {r['dt']:.3g} | {r['bare']:.1f} | {r['read_send']:.1f} | "
-                     f"{r['computed_torque']:.1f} | {r['forces']:.1f} | {r['bridge']:.1f} | {r['minimal_is']} | "
-                     f"{r['bridge/minimal']:.2f} | {r['bridge/bare']:.2f} |")
+                     f"{r['computed_torque']:.1f} | {r['forces']:.1f} | {r['bridge']:.1f} | "
+                     f"{r['minimal_is']} {r['minimal']:.1f} | **{ratio['median']:.2f}** ({ratio['q1']:.2f}–"
+                     f"{ratio['q3']:.2f}; {ratio['min']:.2f}–{ratio['max']:.2f}) | {r['bridge/bare']:.2f} |")
     with capsys.disabled():
         print("\n" + "\n".join(lines))
     out = ROOT / "out" / "benchmarks"
     out.mkdir(parents=True, exist_ok=True)
     from biobullet.core.atomic import write_text
     write_text(out / "bridge_model_kinds.json", json.dumps(rows, indent=2))
-    assert all(r["bridge"] > 0 for r in rows.values())
+    assert all(r["bridge"] > 0 and r["bridge/minimal"]["rounds"] == ROUNDS for r in rows.values())

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import pytest
 
 pybullet = pytest.importorskip("pybullet")
@@ -121,3 +123,83 @@ def test_a_second_apply_is_still_a_repeat_on_the_ball(client, tmp_path):
     (t1, p1, v1), (t2, p2, v2) = runs
     assert t1 == pytest.approx(0.15, abs=1e-12) and t2 == pytest.approx(t1, abs=1e-12)
     assert p2 == pytest.approx(p1, abs=1e-12) and v2 == pytest.approx(v1, abs=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------- the watch with rows
+# `apply()` with rows (joint functions, loops) or with a tau= argument takes the watch's `observe` (`_surprise_py`),
+# which tested the 1-DOF joints' positions only and, without rows, followed nothing at all: a setTimeStep was missed
+# by a body at rest, by a floating base whose joints do not move, by a body of spherical joints alone, and by any
+# body stepped with tau= — the clock kept 1 ms a step after the change to 0.25 ms (0.4 s where PyBullet was at
+# 0.25 s after 400 steps). Now `observe` tests a floating base's COM too, reads the client's time step where no
+# tested position moved (`_blind_step`) and follows a jump without rows as the plan without rows does.
+
+def _clock_run(bridge: Bridge, client: int, tau=None) -> tuple[list[float], list[float]]:
+    """400 steps (bridge.step(tau)), setTimeStep(1 ms → 0.25 ms) before step 200: (bridge.time, PyBullet's elapsed
+    time) after every step."""
+    clock, elapsed, pybullet_time = [], [], 0.0
+    for k in range(400):
+        if k == 200:
+            pybullet.setTimeStep(2.5e-4, physicsClientId=client)
+        bridge.step(tau)
+        pybullet_time += pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"]
+        clock.append(bridge.time)
+        elapsed.append(pybullet_time)
+    return clock, elapsed
+
+
+def _assert_clock_follows(bridge: Bridge, clock: list[float], elapsed: list[float]) -> None:
+    assert bridge.dt == 2.5e-4
+    assert elapsed[-1] == pytest.approx(0.25, abs=1e-12)   # 200 steps of 1 ms, 200 of 0.25 ms
+    for k in range(400):
+        if k != 200:   # (the step with the new dt shows in the state the next apply() reads)
+            assert clock[k] == pytest.approx(elapsed[k], abs=1e-12), k
+
+
+def test_a_spherical_pendulum_stepped_with_tau_follows_set_time_step(client, tmp_path):
+    # a fixed base whose only joint is spherical (no 1-DOF joint to show the step's length), stepped with a torque
+    # argument (the watch's `observe`, no rows): the clock read 0.4 s where PyBullet was at 0.25 s
+    from spherical_arms import PENDULUM   # (tests/spherical_arms.py)
+    model = load_text(PENDULUM.replace(
+        "</robot>", f'<biobullet version="1"><gravity xyz="0 0 {-G!r}"/></biobullet></robot>'), tmp_path)
+    with Bridge(model, client, dt=1e-3) as bridge:
+        clock, elapsed = _clock_run(bridge, client, tau=[0.01, -0.02, 0.005])
+        _assert_clock_follows(bridge, clock, elapsed)
+
+
+def test_an_arm_stepped_with_tau_follows_set_time_step(client, tmp_path):
+    # a swinging arm (a 1-DOF elbow between two spherical joints) stepped with tau=: its joints showed the jump,
+    # but the watch followed a jump only where there were rows to project
+    from spherical_arms import ARM
+    model = load_text(ARM.replace("</robot>", f'<biobullet version="1"><gravity xyz="0 0 {-G!r}"/></biobullet>'
+                                              "</robot>"), tmp_path)
+    with Bridge(model, client, dt=1e-3) as bridge:
+        clock, elapsed = _clock_run(bridge, client, tau=np.zeros(model.n_tangent))
+        _assert_clock_follows(bridge, clock, elapsed)
+
+
+def test_a_floating_coupled_arm_in_free_fall_follows_set_time_step(client, tmp_path):
+    # a joint function's rows on a floating base in free fall from rest: uniform gravity leaves every joint at rest,
+    # only the base's COM moves (p_{n+1} = p_n + h v_{n+1}), which `_surprise_py` did not test
+    from spherical_arms import COUPLED
+    text = COUPLED.replace('velocity="1.5"', 'velocity="0"').replace(
+        "<biobullet>", f'<biobullet><gravity xyz="0 0 {-G!r}"/>')
+    (tmp_path / "coupled_arm.urdf").write_text(text)
+    import biobullet
+    model = biobullet.load_model(tmp_path / "coupled_arm.urdf", floating_base=True)
+    with Bridge(model, client, dt=1e-3) as bridge:
+        clock, elapsed = _clock_run(bridge, client)
+        _assert_clock_follows(bridge, clock, elapsed)
+        assert max(abs(r) for r in bridge.constraint_residuals().values()) <= 1e-6   # (the bridge's promise)
+
+
+def test_a_loop_model_at_rest_follows_set_time_step(client, tmp_path):
+    # the four-bar knee (loop rows) without gravity, at rest: no position moves, so none can show the step's
+    # length; the client's time step is read there (as the plan without rows reads it for a resting body)
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "urdf" / "fourbar_knee.urdf").read_text()
+    assert text.count('<gravity xyz="0 0 -9.81"/>') == 1
+    model = load_text(text.replace('<gravity xyz="0 0 -9.81"/>', '<gravity xyz="0 0 0"/>'), tmp_path)
+    pybullet.setGravity(0.0, 0.0, 0.0, physicsClientId=client)
+    with Bridge(model, client, dt=1e-3) as bridge:
+        clock, elapsed = _clock_run(bridge, client)
+        _assert_clock_follows(bridge, clock, elapsed)

@@ -428,20 +428,26 @@ KIND_RUNNERS = {"bare": bare_steps, "read_send": read_send_steps, "computed_torq
 
 def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
                  keep_bridge: bool = False, runners: Mapping[str, Callable] = STEP_RUNNERS) -> dict[str, Any]:
-    """Per-step times of `STEP_RUNNERS` on their own DIRECT connections, restarted from the model's initial state
-    every round, rounds interleaved: {"best"/"median": {clock: {runner: s}}, "max_residual", "projections"} —
-    plus "bridge" (the timed Bridge, still open: close it) with `keep_bridge`."""
+    """Per-step times of `runners` on their own DIRECT connections, restarted from the model's initial state
+    every round, rounds interleaved (each round one block of `steps` steps per runner and clock, the runners' order
+    reversed every other round so that none always follows another): {"best"/"median": {clock: {runner: s}},
+    "paired": {clock: the bridge / minimal ratio of each round's two adjacent blocks — "median", "q1", "q3", "min",
+    "max", "rounds"} (with both runners), "max_residual", "projections", …} — plus "bridge" (the timed Bridge, still
+    open: close it) with `keep_bridge`. The paired median is the honest ratio: both loops see the same machine state
+    within a round, and one slow block moves a median by one rank, where it moves a best-of-rounds ratio whole."""
     from biobullet.bridge import Bridge
 
     q0, v0 = model.initial_state()
     bridges = {name: Bridge(model, dt=dt) for name in runners}
     try:
         per_step = {clock: {name: [] for name in runners} for clock in CLOCKS}
-        for _ in range(rounds):
+        names = list(runners)
+        for r in range(rounds):
+            order = names if r % 2 == 0 else names[::-1]
             for clock_name, clock in CLOCKS.items():
-                for name, run in runners.items():
+                for name in order:
                     bridges[name].reset(q0, v0)
-                    per_step[clock_name][name].append(run(bridges[name], steps, clock))
+                    per_step[clock_name][name].append(runners[name](bridges[name], steps, clock))
         timed = bridges["bridge"]
         result = {
             "best": {c: {n: float(min(t)) for n, t in per.items()} for c, per in per_step.items()},
@@ -453,12 +459,22 @@ def bridge_speed(model, *, rounds: int = 100, steps: int = 50, dt: float = 1e-3,
             "joint_functions": int(timed.constraints.n),
             "minimal_kind": minimal_kind(timed),
         }
+        if "minimal" in runners:
+            result["paired"] = {c: paired_ratio(per["bridge"], per["minimal"]) for c, per in per_step.items()}
         if keep_bridge:
             result["bridge"] = bridges.pop("bridge")
         return result
     finally:
         for bridge in bridges.values():
             bridge.close()
+
+
+def paired_ratio(numerator: list[float], denominator: list[float]) -> dict[str, float]:
+    """The ratios of paired samples (the same round's blocks): median, quartiles q1 and q3, min, max and the count."""
+    ratios = np.asarray(numerator, dtype=float) / np.asarray(denominator, dtype=float)
+    q1, median, q3 = np.percentile(ratios, (25.0, 50.0, 75.0))
+    return {"median": float(median), "q1": float(q1), "q3": float(q3), "min": float(ratios.min()),
+            "max": float(ratios.max()), "rounds": int(len(ratios))}
 
 
 # ------------------------------------------------------------------------------------------------ the command
@@ -528,4 +544,4 @@ def format_bench(summary: Mapping[str, Any]) -> str:
 
 __all__ = ["PINOCCHIO", "interleaved_best", "pinocchio_call", "formulation_speed", "bare_steps", "minimal_steps", "HandLoop", "read_send_steps",
            "computed_torque_steps", "forces_steps", "minimal_kind", "ForcesLoop", "KIND_RUNNERS",
-           "bridge_steps", "bridge_speed", "run_bench", "format_bench"]
+           "bridge_steps", "bridge_speed", "paired_ratio", "run_bench", "format_bench"]

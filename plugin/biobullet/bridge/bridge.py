@@ -609,6 +609,12 @@ class Bridge:
             self._linear_own = direct_entry(linear_own_kernel(), *self._own_tree, self._zero_tau, self._null,
                                             np.zeros(2 * n), 1.0, 2.0, 1.0, self._null_work, np.empty(n + m))
         self._mass_work, self._bias_work = np.zeros((n, n)), np.zeros(n)
+        if self._floating:   # `_send_base_wrench`'s entry, the COM offset p_i and its output (compiled now)
+            from biobullet.bridge.kernels import base_wrench_kernel
+            offset, wrench = np.array(self.map.inertial_position, dtype=float), np.empty(9)
+            pose = np.zeros(self.model.n_config)
+            pose[6] = 1.0
+            self._wrench = (direct_entry(base_wrench_kernel(), pose, np.zeros(n), offset, wrench), offset, wrench)
         # the step-end Newton correction of explicit function and loop rows (`_end_correction`), one call
         self._end_newton, self._rows_kernel, self._loops_data = None, None, None
         #: the loops' step-end record (`kernels.StepGains.loop_record`: miss, step size, skipped, miss per size,
@@ -1471,7 +1477,7 @@ class Bridge:
             forces += torque[self._base_v:, None].tolist()   # [[τ] per 1-DOF joint] in one C call
             p.setJointMotorControlMultiDofArray(b, self._multi_dof_joints, p.TORQUE_CONTROL, forces=forces,
                                                 physicsClientId=c)
-        else:
+        elif self._joint_list:   # (a body that is only a floating base has no joint to send to)
             p.setJointMotorControlArray(b, self._joint_list, p.TORQUE_CONTROL,
                                         forces=(torque if self._fixed else torque[self._base_v:]).tolist(),
                                         physicsClientId=c)
@@ -1479,15 +1485,15 @@ class Bridge:
             self._send_base_wrench(x, torque)
 
     def _send_base_wrench(self, x: np.ndarray, torque: np.ndarray) -> None:
-        """A floating base's wrench τ[:6] as external force and torque on PyBullet's base, when it is not zero."""
+        """A floating base's wrench τ[:6] as external force and torque on PyBullet's base, when it is not zero
+        (world force, moment and COM from one compiled call, `kernels.base_wrench_kernel`)."""
         if np.count_nonzero(torque[:6]):   # (.any() costs 3 µs here, count_nonzero 0.7)
             p, c, b = self.pybullet, self.client, self.body
-            from biobullet.spatial.rotations import quaternion_to_matrix
-            rotation = quaternion_to_matrix(x[3:7])
-            force, moment = torque[:3], torque[3:6] - np.cross(self.map.inertial_position, torque[:3])
-            com = rotation @ self.map.inertial_position + x[:3]
-            p.applyExternalForce(b, -1, (rotation @ force).tolist(), com.tolist(), p.WORLD_FRAME, physicsClientId=c)
-            p.applyExternalTorque(b, -1, (rotation @ moment).tolist(), p.WORLD_FRAME, physicsClientId=c)
+            entry, offset, out = self._wrench
+            entry(np.ascontiguousarray(x), np.ascontiguousarray(torque), offset, out)
+            world = out.tolist()
+            p.applyExternalForce(b, -1, world[:3], world[6:], p.WORLD_FRAME, physicsClientId=c)
+            p.applyExternalTorque(b, -1, world[3:6], p.WORLD_FRAME, physicsClientId=c)
 
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""

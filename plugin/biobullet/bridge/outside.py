@@ -105,58 +105,62 @@ class CouplingWarning(BridgeWarning):
 
 class WatchedRows(NamedTuple):
     """What `_surprise_py` compares beyond the state: the first 1-DOF joint entry of x (jb, after a floating base
-    and spherical joints) and of the checked ẋ (vb), and the constant rows jac x − offset (m × n; none when m = 0)."""
+    and spherical joints) and of ẋ (vb), the entries of ẋ whose prediction is not checked (skip: 3, a floating
+    base's linear velocity, see `OutsideWatch.skip`; else 0), the constant rows jac x − offset (m × n; none when
+    m = 0) — and with a floating base, which has no constant rows, offset is its COM offset p_i (root-link frame;
+    one array fewer to convert per call)."""
     jb: int
     vb: int
+    skip: int
     jac: np.ndarray
     offset: np.ndarray
 
 
-def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance, offset):
+def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_tolerance):
     """Compare the state read (x, ẋ) with the last step (x_n, ẋ_n, its ẍ): returns (disturbed, jumped, max |ẋ|,
     max |x|, same, base; inf for a non-finite state; same: x and ẋ equal x_n and ẋ_n bit for bit — no step since).
-    jumped: max |x − x_n − dt((1 − c) ẋ_n + c ẋ)| over the 1-DOF joints (c = weight) beyond jump_tolerance ×
-    (1 + max |x|) — a reset; disturbed: jumped, or ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ
-    (has_xdd; a floating base's linear velocity aside), or else the constant rows of `watched` (`WatchedRows`)
-    violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE. base (offset: a floating base's COM offset p_i, else empty):
-    its COM's world velocity beyond that tolerance from v_n + dt a_n, a_n its world acceleration from ẍ — what
-    PyBullet's step integrates exactly (to 1e-11 of dt |a| measured; read in the root frame it differs at first order
-    in dt, hence not a disturbance of the rows): a force outside on the base alone, or a `setGravity`."""
-    jb, vb, jac, rows_offset = watched.jb, watched.vb, watched.jac, watched.offset
-    peak_v, peak_x, same = _RUNAWAY(x, xd, prev_x, prev_v, jb)
+    jumped: `_plain_check_py`'s position test (the 1-DOF joints and a floating base's COM), 1 — a reset, or a time
+    step changed by the user —, 2 where no tested position moved enough to show a changed time step (blind), else
+    0; disturbed: jumped (1), or
+    ẋ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|) from ẋ_n + dt ẍ (has_xdd; the entries after watched.skip), or
+    else the constant rows of `watched` (`WatchedRows`) violated: |Φ| or dt |Φ̇| beyond LINEAR_TOLERANCE.
+    base (has_xdd and a floating base, watched.offset its COM offset p_i): its COM's world velocity beyond
+    SURPRISE_TOLERANCE × (1 + max |ẋ|) from v_n + dt a_n, a_n its world acceleration from ẍ — what PyBullet's step
+    integrates exactly (to 1e-11 of dt |a| measured; read in the root frame it differs at first order in dt, hence
+    not a disturbance of the rows): a force outside on the base alone, or a `setGravity`."""
+    jac, offset, skip = watched.jac, watched.offset, watched.skip
+    peak_v, peak_x, same, code = _PLAIN_CHECK(x, xd, prev_x, prev_v, watched.jb, watched.vb, dt, weight,
+                                              jump_tolerance, offset if skip == 3 else offset[:0])
     if not peak_v < np.inf:   # a non-finite state
-        return True, False, np.inf, np.inf, False, False
-    jump = 0.0
-    for i in range(x.shape[0] - jb):
-        d = abs(x[jb + i] - prev_x[jb + i] - dt * ((1.0 - weight) * prev_v[vb + i] + weight * xd[vb + i]))
-        if d > jump:
-            jump = d
-    jumped = jump > jump_tolerance * (1.0 + peak_x)
-    if jumped:
-        return True, True, peak_v, peak_x, same, False
+        return True, 0, np.inf, np.inf, False, False
+    if code == 1:
+        return True, 1, peak_v, peak_x, same, False
     if has_xdd:
-        limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
-        skip = 3 if offset.shape[0] == 3 else 0
+        peak_checked = 0.0
+        for i in range(skip, xd.shape[0]):
+            peak_checked = max(peak_checked, abs(xd[i]))
+        limit = SURPRISE_TOLERANCE * (1.0 + peak_checked)
         for i in range(skip, xd.shape[0]):
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
-                return True, False, peak_v, peak_x, same, False
+                return True, code, peak_v, peak_x, same, False
         base = False
-        if skip:
+        if skip == 3:   # (its own scale: every rate, the base's linear velocity included)
+            limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
             now, before = _BASE_COM(x, xd, offset), _BASE_COM(prev_x, prev_v, offset)
             rate = _BASE_RATE(prev_x, prev_v, xdd, offset)
             for i in range(3):
                 if abs(now[3 + i] - before[3 + i] - dt * rate[i]) > limit:
                     base = True
-        return False, False, peak_v, peak_x, same, base
+        return False, code, peak_v, peak_x, same, base
     for r in range(jac.shape[0]):
-        phi = -rows_offset[r]
+        phi = -offset[r]
         phi_dot = 0.0
         for c in range(jac.shape[1]):
             phi += jac[r, c] * x[c]
             phi_dot += jac[r, c] * xd[c]
         if abs(phi) > LINEAR_TOLERANCE or dt * abs(phi_dot) > LINEAR_TOLERANCE:
-            return True, False, peak_v, peak_x, same, False
-    return False, False, peak_v, peak_x, same, False
+            return True, code, peak_v, peak_x, same, False
+    return False, code, peak_v, peak_x, same, False
 
 
 def _runaway_py(x, xd, prev_x, prev_v, jb):
@@ -251,11 +255,21 @@ def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, o
     return peak_v, peak_x, same, 2 if motion <= BLIND_STEP * scale else 0
 
 
+def plain_check_kernel(inline: bool = False):
+    """The compiled `_plain_check_py` (compiled or loaded from the cache on first use; `inline`: the form inlined
+    into its caller)."""
+    return jit.compiled(_plain_check_py, inline=inline, bind={
+        "_RUNAWAY": jit.compiled(_runaway_py, inline=inline),
+        "_BASE_COM": jit.compiled(_base_com_py, bind={"_ROTATION": quaternion_to_matrix})})
+
+
 def surprise_kernel():
-    """The compiled `_surprise_py` (compiled or loaded from the cache on first use)."""
-    return jit.compiled(_surprise_py, bind={"_RUNAWAY": jit.compiled(_runaway_py), "_BASE_COM": jit.compiled(
-        _base_com_py, bind={"_ROTATION": quaternion_to_matrix}), "_BASE_RATE": jit.compiled(
-        _base_rate_py, bind={"_ROTATION": quaternion_to_matrix})})
+    """The compiled `_surprise_py` (compiled or loaded from the cache on first use), the position test inlined (a
+    call of its separate kernel cost ≈ 0.2 µs of a ≈ 0.5 µs check)."""
+    return jit.compiled(_surprise_py, bind={
+        "_PLAIN_CHECK": plain_check_kernel(inline=True),
+        "_BASE_COM": jit.compiled(_base_com_py, bind={"_ROTATION": quaternion_to_matrix}),
+        "_BASE_RATE": jit.compiled(_base_rate_py, bind={"_ROTATION": quaternion_to_matrix})})
 
 
 def massless_cause(name: str) -> tuple[str, str, str]:
@@ -343,17 +357,16 @@ class OutsideWatch:
         n = model.n_config
         jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
                        if linear is not None else (np.zeros((0, n)), np.zeros(0)))
-        self._watched = WatchedRows(int(self.jb), int(self.vb), jac, offset)
-        #: a floating base's COM offset p_i (root-link frame; empty without one): the checks' base tests
+        #: a floating base's COM offset p_i (root-link frame; empty without one): the position tests' base test and
+        #: `_surprise_py`'s base-velocity test
         self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
+        self._watched = WatchedRows(int(self.jb), int(self.vb), int(self.skip), jac,
+                                    self._offset if self.floating else offset)   # (no constant rows there)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
-                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE, self._offset)
-        self._runaway = jit.direct_entry(jit.compiled(_plain_check_py, bind={"_RUNAWAY": jit.compiled(_runaway_py),
-                                                                             "_BASE_COM": jit.compiled(
-                                                                                 _base_com_py, bind={
-                                                                                     "_ROTATION": quaternion_to_matrix})}),
-                                         self.prev_x, self.prev_v, self.prev_x, self.prev_v, self.jb, self.vb, 1e-3,
-                                         1.0, JUMP_TOLERANCE, self._offset)
+                                       self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
+        self._runaway = jit.direct_entry(plain_check_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
+                                         self.jb, self.vb, 1e-3, 1.0, JUMP_TOLERANCE, self._offset)
+
     def check_runaway(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """`observe` of a model without rows: DivergenceError on a non-finite or runaway state (one compiled call);
         returns `repeated` (the state unchanged bit for bit, a torque sent, and a step with it would have moved the
@@ -373,28 +386,40 @@ class OutsideWatch:
             self._diverged(x, xd, peak_v, peak_x)
         self.jumped = False
         if jumped == 1 and not same:
-            length = self.step_length(x, xd)
-            changed = bridge.engine_parameters(length)
-            if not changed and "skipped" not in self.warned \
-                    and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
-                self._skipped_without_rows(x, xd)
-            # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
-            self.jumped = length is None and not changed and self._reset(x, xd)
-            self._stops_after_reset(x)
+            self._jumped_without_rows(x, xd)
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
             self.step_index -= 1
         elif jumped == 2:
-            # blind: the positions cannot show a setTimeStep, so the client's time step is read (before, a ball
-            # resting on its contact kept the old dt for good); a change found so is the coming step's (the last
-            # apply() read the old one), and the step read counts at the bridge's dt
-            engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
-            # (and its gravity: a body at rest on its contact, or held, shows a setGravity nowhere else — before,
-            # bridge.gravity kept the old one)
-            if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps \
-                    or tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
-                bridge.engine_parameters(bridge.dt)
+            self._blind_step()
         return self.repeated
+
+    def _jumped_without_rows(self, x: np.ndarray, xd: np.ndarray) -> None:
+        """A position jump on a model without rows (nothing to project): a time step or sub-steps changed by the
+        user (the client's parameters re-read, `Bridge.engine_parameters`), several stepSimulation() per apply()
+        (named), or a reset (a stop deep beyond its limit named; `jumped` for the contacts, `_reset`)."""
+        bridge = self.bridge
+        length = self.step_length(x, xd)
+        changed = bridge.engine_parameters(length)
+        if not changed and "skipped" not in self.warned \
+                and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
+            self._skipped_without_rows(x, xd)
+        # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
+        self.jumped = length is None and not changed and self._reset(x, xd)
+        self._stops_after_reset(x)
+
+    def _blind_step(self) -> None:
+        """A step whose tested positions (1-DOF joints, a floating base's COM) moved too little to show a changed
+        time step (`_plain_check_py`'s blind): the client's time step is read (≈ 1 µs, only then; before, a ball
+        resting on its contact, a loop model at rest or a body of spherical joints alone kept the old dt for good);
+        a change found so is the coming step's (the last apply() read the old one), and the step read counts at
+        the bridge's dt. Its gravity too: a body at rest on its contact, or held, shows a setGravity nowhere else
+        (before, bridge.gravity kept the old one)."""
+        bridge = self.bridge
+        engine = bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+        if engine["fixedTimeStep"] != bridge.dt or max(1, int(engine["numSubSteps"])) != bridge.substeps \
+                or tuple(float(engine[f"gravityAcceleration{a}"]) for a in "XYZ") != bridge.gravity:
+            bridge.engine_parameters(bridge.dt)
 
     def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have changed the state —
@@ -524,10 +549,11 @@ class OutsideWatch:
         jump_tolerance = JUMP_TOLERANCE
         if self.weight != 1.0:   # sub-steps: ẍ is not constant over them; x_end is known to dt·|Δẋ| only
             jump_tolerance += 0.5 * bridge.dt * float(np.abs(xd - self.prev_v).max())
-        prev_v = self.prev_v
-        disturbed, jumped, peak_v, peak_x, same, base = self._check(
-            x, xd, self.prev_x, prev_v, prev_v if xdd is None else xdd, xdd is not None, bridge.dt, self.weight,
-            self._watched, jump_tolerance, self._offset)
+        # (a floating base's linear velocity is not predicted, `skip`; its size still counts)
+        disturbed, code, peak_v, peak_x, same, base = self._check(
+            x, xd, self.prev_x, self.prev_v, self.prev_v if xdd is None else xdd, xdd is not None, bridge.dt,
+            self.weight, self._watched, jump_tolerance)
+        jumped = code == 1
         if base and not same:   # a floating base's COM off its step: a setGravity? (else a force on the base alone)
             self._follow_gravity()
         self.peak, self.peak_v = peak_x, peak_v
@@ -545,14 +571,14 @@ class OutsideWatch:
             self.repeated = True
             self.step_index -= 1
             return False
-        if jumped and not self.rows:   # (a time step changed is seen on the paths with rows: `_disturbed`)
-            self.jumped = self.step_length(x, xd) is None and self._reset(x, xd)
-        elif not jumped and self.floating and bridge.contacts is not None:
-            self.jumped = self._base_jumped(x, xd, jump_tolerance) and self._reset(x, xd)
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak, self.resting = np.inf, False   # the projection moves x in place
             self._disturbed(x, xd, jumped, runaway)
             return False
+        if jumped:   # (before, a time step changed by the user was never followed here without rows; a floating
+            self._jumped_without_rows(x, xd)   # base's COM jump is a code 1 too: the contacts see it, `jumped`)
+        elif code == 2:   # blind (before, nor a body at rest, or whose only moving positions are not tested)
+            self._blind_step()
         if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
@@ -591,17 +617,6 @@ class OutsideWatch:
         limit = SKIP_FIT * float(np.abs(step).max(initial=0.0)) + JUMP_TOLERANCE
         return all(float(np.abs(step - dt * (k * rate - 0.5 * dt * free * k * (k - 1))).max()) > limit
                    for k in range(2, SKIPPED_STEPS + 1))
-
-    def _base_jumped(self, x: np.ndarray, xd: np.ndarray, jump_tolerance: float) -> bool:
-        """A floating base's COM beyond jump_tolerance from p_n + dt v (`_plain_check_py`'s test; `_surprise_py`
-        tests the joints only) with the client's time step unchanged: a resetBasePositionAndOrientation or
-        restoreState, which the contacts must see (`BridgeContacts.after_jump`) — asked on the watch's general path
-        of a floating body with contacts."""
-        bridge = self.bridge
-        if self._runaway(x, xd, self.prev_x, self.prev_v, self.jb, self.vb, bridge.dt, self.weight, jump_tolerance,
-                         self._offset)[3] != 1:
-            return False
-        return bridge.pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)["fixedTimeStep"] == bridge.dt
 
     def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
         """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the
