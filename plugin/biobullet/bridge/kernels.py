@@ -350,8 +350,9 @@ def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torq
                 _record_skip(record, size)
                 return 0
             skipping = False   # they need a Newton step: the loop rows join it, evaluated at the same end point
-            worst_functions, worst_loops = _end_residual(functions, loops, True, tree, t + dt, x_full, xd, x_end,
-                                                         phi, jac_newton)
+            # (`not skipping`, not the literal True: numba compiled _end_residual once more for Literal[bool])
+            worst_functions, worst_loops = _end_residual(functions, loops, not skipping, tree, t + dt, x_full, xd,
+                                                         x_end, phi, jac_newton)
         if k == 0 and has_loops:   # the step's Taylor miss
             _learn_miss(record, worst_loops, size)
             record[LOOP_SIZE] = size
