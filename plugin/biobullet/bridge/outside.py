@@ -398,9 +398,12 @@ class OutsideWatch:
                                                      self.weight, jump_tolerance, self._offset)
         self.peak, self.peak_v = peak_x, peak_v
         self.resting = bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+        self.jumped = False
+        if not (jumped or same) and peak_v <= RUNAWAY_RATE and peak_x <= POSITION_LIMIT:
+            self.repeated = False   # (a moving body's step: one test)
+            return False
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
-        self.jumped = False
         if jumped == 1 and not same:
             self._jumped_without_rows(x, xd)
         self.repeated = same and self._step_moves(x, xd)
