@@ -45,7 +45,6 @@ import numpy as np
 from biobullet.core import jit
 from biobullet.bridge.connection import check_real_time
 from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
-from biobullet.spatial.rotations import quaternion_to_matrix
 
 #: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
 PROMISE = 1.0e-6
@@ -144,7 +143,7 @@ def _surprise_py(x, xd, prev_x, prev_v, xdd, has_xdd, dt, weight, watched, jump_
             if abs(xd[i] - prev_v[i] - dt * xdd[i]) > limit:
                 return True, code, peak_v, peak_x, same, False
         base = False
-        if skip == 3:   # (its own scale: every rate, the base's linear velocity included)
+        if skip == 3:   # (its own scale: every rate, the base's linear velocity included; scalars, no array)
             limit = SURPRISE_TOLERANCE * (1.0 + peak_v)
             now, before = _BASE_COM(x, xd, offset), _BASE_COM(prev_x, prev_v, offset)
             rate = _BASE_RATE(prev_x, prev_v, xdd, offset)
@@ -189,39 +188,52 @@ def _runaway_py(x, xd, prev_x, prev_v, jb):
     return peak_v, peak_x, same
 
 
-_ROTATION = quaternion_to_matrix   # (bound to its compiled twin where `_base_com_py` compiles)
+def _base_rotation_py(x):
+    """The rotation matrix of a floating base's quaternion x y z w at x[3:7], row by row as 9 scalars (no array:
+    the watch needs it twice or three times per step; `quaternion_to_matrix`'s formula, normalised first; a zero
+    quaternion — the warm-up call of `direct_entry` — gives the identity)."""
+    qx, qy, qz, qw = x[3], x[4], x[5], x[6]
+    norm = qx * qx + qy * qy + qz * qz + qw * qw
+    if norm == 0.0:
+        return 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0
+    s = np.sqrt(norm)
+    qx, qy, qz, qw = qx / s, qy / s, qz / s, qw / s
+    return (1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw),
+            2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw),
+            2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy))
+
+
+_BASE_ROTATION = _base_rotation_py   # (bound to its compiled twin where `_base_com_py` compiles)
 
 
 def _base_com_py(x, xd, offset):
     """A floating base's COM in the world (p = r + R p_i) and its world velocity (R (v + ω × p_i)) from our x, ẋ
     (root-frame position r, quaternion x y z w at x[3:7], root-frame v, ω) and the COM offset p_i (root-link frame):
-    what PyBullet's step moves as p_{n+1} = p_n + h v_{n+1} (`conventions.PyBulletMap`)."""
-    quaternion = x[3:7]
-    # (a zero quaternion: the warm-up call of `direct_entry`)
-    r = _ROTATION(quaternion) if np.any(quaternion != 0.0) else np.eye(3)
-    w = (xd[4] * offset[2] - xd[5] * offset[1], xd[5] * offset[0] - xd[3] * offset[2],
-         xd[3] * offset[1] - xd[4] * offset[0])
-    com = np.empty(6)
-    for i in range(3):
-        com[i] = x[i] + r[i, 0] * offset[0] + r[i, 1] * offset[1] + r[i, 2] * offset[2]
-        com[3 + i] = r[i, 0] * (xd[0] + w[0]) + r[i, 1] * (xd[1] + w[1]) + r[i, 2] * (xd[2] + w[2])
-    return com
+    what PyBullet's step moves as p_{n+1} = p_n + h v_{n+1} (`conventions.PyBulletMap`). Six scalars (px, py, pz,
+    vx, vy, vz): the kernels call it per step, and an array per call cost ≈ 0.5 µs of the floating base's check."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _BASE_ROTATION(x)
+    o0, o1, o2 = offset[0], offset[1], offset[2]
+    u0 = xd[0] + xd[4] * o2 - xd[5] * o1   # v + ω × p_i
+    u1 = xd[1] + xd[5] * o0 - xd[3] * o2
+    u2 = xd[2] + xd[3] * o1 - xd[4] * o0
+    return (x[0] + r00 * o0 + r01 * o1 + r02 * o2, x[1] + r10 * o0 + r11 * o1 + r12 * o2,
+            x[2] + r20 * o0 + r21 * o1 + r22 * o2,
+            r00 * u0 + r01 * u1 + r02 * u2, r10 * u0 + r11 * u1 + r12 * u2, r20 * u0 + r21 * u1 + r22 * u2)
 
 
 def _base_rate_py(x, xd, xdd, offset):
     """A floating base's COM acceleration in the world, d/dt R (v + ω × p_i) = R (ω × (v + ω × p_i) + v̇ + ω̇ × p_i),
-    from our x, ẋ, ẍ (root-frame v, ω and their rates) and the COM offset p_i (`_base_com_py`'s velocity's rate)."""
-    quaternion = x[3:7]
-    r = _ROTATION(quaternion) if np.any(quaternion != 0.0) else np.eye(3)
-    u = (xd[0] + xd[4] * offset[2] - xd[5] * offset[1], xd[1] + xd[5] * offset[0] - xd[3] * offset[2],
-         xd[2] + xd[3] * offset[1] - xd[4] * offset[0])   # v + ω × p_i
-    local = (xd[4] * u[2] - xd[5] * u[1] + xdd[0] + xdd[4] * offset[2] - xdd[5] * offset[1],
-             xd[5] * u[0] - xd[3] * u[2] + xdd[1] + xdd[5] * offset[0] - xdd[3] * offset[2],
-             xd[3] * u[1] - xd[4] * u[0] + xdd[2] + xdd[3] * offset[1] - xdd[4] * offset[0])
-    out = np.empty(3)
-    for i in range(3):
-        out[i] = r[i, 0] * local[0] + r[i, 1] * local[1] + r[i, 2] * local[2]
-    return out
+    from our x, ẋ, ẍ (root-frame v, ω and their rates) and the COM offset p_i (`_base_com_py`'s velocity's rate);
+    three scalars."""
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _BASE_ROTATION(x)
+    o0, o1, o2 = offset[0], offset[1], offset[2]
+    u0 = xd[0] + xd[4] * o2 - xd[5] * o1   # v + ω × p_i
+    u1 = xd[1] + xd[5] * o0 - xd[3] * o2
+    u2 = xd[2] + xd[3] * o1 - xd[4] * o0
+    a0 = xd[4] * u2 - xd[5] * u1 + xdd[0] + xdd[4] * o2 - xdd[5] * o1
+    a1 = xd[5] * u0 - xd[3] * u2 + xdd[1] + xdd[5] * o0 - xdd[3] * o2
+    a2 = xd[3] * u1 - xd[4] * u0 + xdd[2] + xdd[3] * o1 - xdd[4] * o0
+    return (r00 * a0 + r01 * a1 + r02 * a2, r10 * a0 + r11 * a1 + r12 * a2, r20 * a0 + r21 * a1 + r22 * a2)
 
 
 def _plain_check_py(x, xd, prev_x, prev_v, jb, vb, dt, weight, jump_tolerance, offset):
@@ -260,7 +272,11 @@ def plain_check_kernel(inline: bool = False):
     into its caller)."""
     return jit.compiled(_plain_check_py, inline=inline, bind={
         "_RUNAWAY": jit.compiled(_runaway_py, inline=inline),
-        "_BASE_COM": jit.compiled(_base_com_py, bind={"_ROTATION": quaternion_to_matrix})})
+        "_BASE_COM": _base_com_kernel()})
+
+
+def _base_com_kernel():
+    return jit.compiled(_base_com_py, bind={"_BASE_ROTATION": jit.compiled(_base_rotation_py)})
 
 
 def surprise_kernel():
@@ -268,8 +284,8 @@ def surprise_kernel():
     call of its separate kernel cost ≈ 0.2 µs of a ≈ 0.5 µs check)."""
     return jit.compiled(_surprise_py, bind={
         "_PLAIN_CHECK": plain_check_kernel(inline=True),
-        "_BASE_COM": jit.compiled(_base_com_py, bind={"_ROTATION": quaternion_to_matrix}),
-        "_BASE_RATE": jit.compiled(_base_rate_py, bind={"_ROTATION": quaternion_to_matrix})})
+        "_BASE_COM": _base_com_kernel(),
+        "_BASE_RATE": jit.compiled(_base_rate_py, bind={"_BASE_ROTATION": jit.compiled(_base_rotation_py)})})
 
 
 def massless_cause(name: str) -> tuple[str, str, str]:
@@ -382,9 +398,12 @@ class OutsideWatch:
                                                      self.weight, jump_tolerance, self._offset)
         self.peak, self.peak_v = peak_x, peak_v
         self.resting = bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+        self.jumped = False
+        if not (jumped or same) and peak_v <= RUNAWAY_RATE and peak_x <= POSITION_LIMIT:
+            self.repeated = False   # (a moving body's step: one test)
+            return False
         if peak_v > RUNAWAY_RATE or peak_x > POSITION_LIMIT:
             self._diverged(x, xd, peak_v, peak_x)
-        self.jumped = False
         if jumped == 1 and not same:
             self._jumped_without_rows(x, xd)
         self.repeated = same and self._step_moves(x, xd)
@@ -610,7 +629,8 @@ class OutsideWatch:
             free = np.linalg.solve(mass, -bias)[vb:]
             step, rate = x[jb:] - self.prev_x[jb:], xd[vb:]
         elif self.floating:
-            now, before = _base_com_py(x, xd, self._offset), _base_com_py(self.prev_x, self.prev_v, self._offset)
+            now = np.array(_base_com_py(x, xd, self._offset))
+            before = np.array(_base_com_py(self.prev_x, self.prev_v, self._offset))
             step, rate, free = now[:3] - before[:3], now[3:], np.asarray(bridge.gravity, dtype=float)
         else:
             return True
