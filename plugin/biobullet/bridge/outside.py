@@ -78,10 +78,9 @@ LOOP_CHECK_STEPS = 64
 #: of round-off) — where a step can leave the state equal bit for bit, so the state cannot tell it from a repeated
 #: apply() and the watch marks the step (`OutsideWatch.sent`)
 REST_BITS = 4.0 * float(np.finfo(float).eps)
-#: the nudge (× (1 + max |τ|), N or N·m, alternating sign) added at an exact rest to the torque sent to a body without
-#: a 1-DOF joint (no force-torque sensor to mark the step with): a step then changes its rates (by ≈ dt × 1e-11 m/s
-#: on a 2 kg ball resting on its contact) where a repeated apply() leaves them — far below every tolerance of the
-#: watch (SURPRISE_TOLERANCE) and the round-off of the forces it is added to
+#: the nudge (× (1 + max |τ|), N or N·m, alternating sign) added at an exact rest to the torque the plain path sends
+#: (`OutsideWatch.nudges`): a step then changes its rates (by ≈ dt × 1e-11 m/s on a 2 kg ball resting
+#: on its contact) where a repeated apply() leaves them — far below every tolerance of the watch (SURPRISE_TOLERANCE)
 NUDGE = 1.0e-12
 #: a jump that fits k = 2 … SKIPPED_STEPS free steps to SKIP_FIT of its size is an action repeat, not a reset, for
 #: the contacts (`OutsideWatch._reset`; the free motion's acceleration changes over the k steps: ≈ 1e-4 of the jump)
@@ -339,18 +338,17 @@ class OutsideWatch:
         #: (REST_BITS): `Bridge._apply_plain` then nudges the torque of a body without joints (`nudge`)
         self.peak_v = np.inf
         self.resting = False
-        #: how the last step at an exact rest was marked (`sent`): "sensor" — the first 1-DOF joint's force-torque
-        #: reading zeroed (enableJointForceTorqueSensor off and on), which a step rewrites with the joint's load;
-        #: "nudge" — its torque sent with a NUDGE; "" — not marked (`_step_moves` tells a repeat by the marks)
+        #: how the last step at an exact rest was marked (`sent`): "nudge" — its torque sent with a NUDGE; "" — not
+        #: marked (`_step_moves` tells a repeat by the mark)
         self.marked = ""
         self._nudged = False
         self._nudge_sign = 1.0
-        joints = bridge.map.joint_indices
-        self._sensor_joint = int(joints[0]) if len(joints) else None
-        #: the marks of this body are nudges: no 1-DOF joint to read a force-torque sensor on (`nudge`)
-        self.nudges = self._sensor_joint is None
-        self._sensor_on = False   # the bridge enabled that joint's sensor (removing an absent one prints a warning)
-        self._loaded = False      # a step at this rest wrote a non-zero reading there (`_step_moves`)
+        #: the steps at an exact rest on the plain path (`Bridge._apply_plain`) are marked by a nudge (`nudge`). It
+        #: does not show where a joint's own forces cancel it to the last bit (a pendulum hanging straight down) or
+        #: on the paths with rows (a chain held by motors): those steps are not marked. A force-torque sensor as the
+        #: mark was dropped: switched on, it cannot be told from a user's and switched off again (PyBullet has no
+        #: getter), and it slowed every later stepSimulation() by up to 20 % (humanoid.urdf 38 → 47 µs)
+        self.nudges = True
         #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
@@ -443,30 +441,22 @@ class OutsideWatch:
     def _step_moves(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Whether a step from (x, ẋ), equal bit for bit to the last apply()'s state, would have changed the state —
         so that the same state read again is a repeated apply(): its positions by dt ẋ beyond round-off; else, at an
-        exact rest, by the mark the last apply() left (`sent`): the force-torque reading it zeroed is still zero (a
-        step writes the joint's load there) with a torque sent, or its torque carried a nudge; else (with a torque
+        exact rest, by the mark the last apply() left (`sent`): its torque carried a nudge; else (with a torque
         sent or not) its rates by dt ẍ beyond SURPRISE_TOLERANCE × (1 + max |ẋ|), ẍ = M⁻¹(τ_n − h) on PyBullet's M and
         h (before, not asked with nothing sent: a second apply() at a start at rest under gravity was a step). Before
         the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
         repeat and was taken for a step: a repeated apply() advanced the clock again (arm7 at rest without gravity,
         apply() twice per step: 5.0 s where PyBullet was at 3.0 s) and sent the step's forces twice (a ball resting
-        on its contact 14 times in 2000 steps). With nothing sent and no mark to read (a body without joints at
-        rest with nothing acting; a first joint that carries nothing) it still cannot tell: a step, once named
-        (`BridgeWarning`). Called only when the state is unchanged."""
+        on its contact 14 times in 2000 steps). A body with joints has no mark (see `nudges`): at an exact rest
+        where the forces balance to the last bit (a pendulum hanging straight down, a chain held by motors) a
+        repeated apply() is still taken for a step; with nothing sent that is named once (`BridgeWarning`).
+        Called only when the state is unchanged."""
         dt = self.bridge.dt
         if dt * float(np.abs(xd).max(initial=0.0)) > REST_BITS * (1.0 + float(np.abs(x).max())):
             return True
         sent = bool(np.count_nonzero(self.bridge.last_torque))
         if self.marked == "nudge":
             return True
-        if self.marked == "sensor":
-            bridge = self.bridge
-            reading = bridge.pybullet.getJointState(bridge.body, self._sensor_joint, physicsClientId=bridge.client)[2]
-            if any(reading):
-                self._loaded = True
-                return False   # a step wrote the joint's load
-            if sent or self._loaded:   # (a step at this rest wrote a load before: the same state gives the same)
-                return True
         xdd = self._acceleration(x, xd)
         if dt * float(np.abs(xdd).max(initial=0.0)) > SURPRISE_TOLERANCE * (1.0 + float(np.abs(xd).max())):
             return True
@@ -533,25 +523,12 @@ class OutsideWatch:
         self.armed = True
 
     def _mark(self, x, xd) -> None:
-        """Mark the step just sent when it starts at an exact rest (`_step_moves` reads the mark): the first 1-DOF
-        joint's force-torque reading zeroed (off and on), or the nudge `Bridge._apply_plain` added (`nudge`)."""
+        """Mark the step just sent when it starts at an exact rest (`_step_moves` reads the mark): the nudge
+        `Bridge._apply_plain` added (`nudge`)."""
         if not self.armed:   # (the first apply() after a reset was not checked: is it at rest?)
             self.resting = self.bridge.dt * float(np.abs(xd).max(initial=0.0)) \
                 <= REST_BITS * (1.0 + float(np.abs(x[self.jb:]).max(initial=0.0)))
-        if not self.resting:
-            self._loaded = False
         self.marked, self._nudged = "nudge" if self._nudged else "", False
-        if self.resting and self._sensor_joint is not None:
-            bridge = self.bridge
-            p, joint, client = bridge.pybullet, self._sensor_joint, bridge.client
-            if self._sensor_on:   # off and on zeroes its reading (PyBullet keeps one enabled twice as it was)
-                p.enableJointForceTorqueSensor(bridge.body, joint, False, physicsClientId=client)
-            p.enableJointForceTorqueSensor(bridge.body, joint, True, physicsClientId=client)
-            if not self._sensor_on:   # (a sensor of the user's on it holds the last step's reading: zeroed next time)
-                self._sensor_on = True
-                if any(p.getJointState(bridge.body, joint, physicsClientId=client)[2]):
-                    return
-            self.marked = "sensor"
 
     def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
