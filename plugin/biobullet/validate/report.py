@@ -1,15 +1,10 @@
 """`validate_model`: every registered formulation against every oracle, on random states.
 
-Relative error of one quantity = max|ours − oracle| / max|oracle|, the largest entry of the oracle's value of
-that quantity at the same sample (per body for inertias, per link for Jacobians); a value that is zero there is
-measured against the largest entry the quantity has over all samples, and a quantity the oracle has zero at every
-sample (the bias forces of a joint whose axis is along gravity) by its absolute error in SI units, as no scale is
-there to be relative to. So it is relative at every scale: a robot
-scaled down by 1e-3 has the relative errors of the full-size one (the absolute error of its small entries was shown
-as "max rel" before, and passed whatever it was). A check passes when max_rel_error ≤ its tolerance: `tol` for
-Pinocchio; for PyBullet max(tol, PYBULLET_FACTOR · ε), where ε is how far PyBullet's own stored inertias (it
-diagonalises every tensor, with a loose eigen-solver threshold) are from the file, relative to the file's largest
-inertia entry — measured per model, 0 for diagonal tensors.
+Relative error of one quantity = max|ours − oracle| / max(max|oracle|, 1): relative for large entries,
+absolute (in SI units) for entries below 1, so that near-zero quantities do not blow the ratio up. A check
+passes when max_rel_error ≤ its tolerance: `tol` for Pinocchio; for PyBullet max(tol, PYBULLET_FACTOR · ε),
+where ε (kg·m²) is how far PyBullet's own stored inertias (it diagonalises every tensor, with a loose
+eigen-solver threshold) are from the file — measured per model, 0 for diagonal tensors.
 """
 from __future__ import annotations
 
@@ -89,8 +84,7 @@ class ValidationReport:
                       for key, title in (("quantity", "quantity"), ("formulation", "formulation"), ("oracle", "oracle")))
         header = f"{'quantity':<{wq}} {'formulation':<{wf}} {'oracle':<{wo}} {'max abs':>10} {'max rel':>10} {'tol':>8}  ok"
         verdict = "OK" if self.ok else "NOT COMPARED" if self.nothing_compared else "FAILED"
-        lines = [f"model {self.model}: {verdict} ({self.samples} samples; max abs in SI units, max rel = |ours − "
-                 "oracle| / the oracle's largest entry of that quantity at that sample, compared with tol)", header,
+        lines = [f"model {self.model}: {verdict} ({self.samples} samples)", header,
                  "-" * len(header)]
         for c in self.checks:
             lines.append(f"{c.quantity:<{wq}} {c.formulation:<{wf}} {c.oracle:<{wo}} {c.max_abs_error:>10.2e} "
@@ -101,12 +95,9 @@ class ValidationReport:
 
 
 class _Accumulator:
-    """Per check (quantity, formulation, oracle): the largest absolute error, and the (error, scale) pairs of its
-    comparisons, from which `relative` is the module docstring's relative error."""
-
     def __init__(self) -> None:
         self.abs: dict[tuple[str, str, str], float] = {}
-        self.pairs: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+        self.rel: dict[tuple[str, str, str], float] = {}
         self.errors: dict[tuple[str, str, str], str] = {}
 
     def add(self, key, ours, oracle) -> None:
@@ -114,27 +105,12 @@ class _Accumulator:
         diff = float(np.abs(ours - oracle).max(initial=0.0)) if ours.shape == oracle.shape else np.inf
         if not np.isfinite(diff):
             diff = np.inf
-        scale = float(np.abs(oracle).max(initial=0.0))
+        rel = diff / max(float(np.abs(oracle).max(initial=0.0)), 1.0)
         self.abs[key] = max(self.abs.get(key, 0.0), diff)
-        self.pairs.setdefault(key, []).append((diff, scale if np.isfinite(scale) else 0.0))
-
-    def relative(self, key) -> float:
-        """max over the comparisons of error / scale, a zero scale replaced by the check's largest, and the
-        absolute error where the oracle is zero at every sample (module docstring: before, the round-off of a bias
-        force that is zero throughout, 1.5e-36, was an infinite relative error); inf after a failure, 0 when every
-        error is 0."""
-        pairs = self.pairs.get(key, [])
-        largest = max((scale for _, scale in pairs), default=0.0)
-        worst = 0.0
-        for diff, scale in pairs:
-            if diff > 0.0:
-                worst = max(worst, diff / (scale or largest) if (scale or largest) > 0.0
-                            else diff if np.isfinite(diff) else np.inf)
-        return worst
+        self.rel[key] = max(self.rel.get(key, 0.0), rel)
 
     def fail(self, key, message: str) -> None:
-        self.abs[key] = np.inf
-        self.pairs.setdefault(key, []).append((np.inf, 0.0))
+        self.abs[key], self.rel[key] = np.inf, np.inf
         self.errors.setdefault(key, message)
 
 
@@ -295,16 +271,13 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
     acc = _Accumulator()
     t = 0.0
     inertia_tolerance = {"pinocchio": tol, "pybullet": PYBULLET_INERTIA_TOLERANCE}
-    inertia_scale = {}   # the largest inertia entry (kg·m²) of the bodies each oracle compares; 1 without one
     for oracle in built:
         ours, theirs = oracle.ours_inertias(), oracle.body_inertias()
-        inertia_scale[oracle.name] = max((float(np.abs(value[4:]).max(initial=0.0)) for value in ours.values()),
-                                         default=0.0) or 1.0
         key = ("spatial_inertia", "model", oracle.name)
         worst = max(ours, key=lambda k: _inertia_difference(ours[k], theirs.get(k)), default=None)
         for name, value in ours.items():
             acc.add(key, value, theirs.get(name, np.full(13, np.nan)))
-        if worst is not None and acc.relative(key) > inertia_tolerance.get(oracle.name, tol):
+        if worst is not None and acc.rel.get(key, 0.0) > inertia_tolerance.get(oracle.name, tol):
             acc.errors[key] = f"worst: {worst}"
     if model.nv == 0:
         report.notes.append("the model has no degree of freedom (no moving joint): only the inertias of moving "
@@ -394,13 +367,12 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
             getattr(oracle, "close", lambda: None)()
     if skipped_dynamics:
         report.notes.append(f"forward dynamics skipped in {skipped_dynamics} of {samples} samples")
-    oracle_epsilon = {o.name: getattr(o, "inertia_error", 0.0) for o in built}   # kg·m²
-    # (M and h: PyBullet's inertia error relative to the file's largest inertia entry, as their errors are measured)
-    tolerances = {o.name: max(tol, PYBULLET_FACTOR * oracle_epsilon[o.name] / inertia_scale[o.name]) for o in built}
+    tolerances = {o.name: max(tol, PYBULLET_FACTOR * getattr(o, "inertia_error", 0.0)) for o in built}
+    oracle_epsilon = {o.name: getattr(o, "inertia_error", 0.0) for o in built}
     kinematic_tolerance = {o.name: getattr(o, "kinematic_tolerance", 0.0) for o in built}
     for key in acc.abs:
         qty, name, oracle_name = key
-        rel = acc.relative(key)
+        rel = acc.rel[key]
         limit = inertia_tolerance.get(oracle_name, tol) if qty == "spatial_inertia" else tolerances[oracle_name]
         if qty == "link_velocity":
             limit = max(limit, kinematic_tolerance.get(oracle_name, 0.0))
