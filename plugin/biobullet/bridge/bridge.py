@@ -1162,7 +1162,7 @@ class Bridge:
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied
-            if watch.resting and watch.nudges:   # an exact rest: a step must show (`OutsideWatch.nudge`)
+            if watch.resting:   # an exact rest: a step must show (`OutsideWatch.nudge`)
                 watch.nudge(torque)
             self._send(x, torque - sent if repeated else torque)
             if not repeated:   # (the same state: its reactions are sent)

@@ -79,7 +79,7 @@ LOOP_CHECK_STEPS = 64
 #: apply() and the watch marks the step (`OutsideWatch.sent`)
 REST_BITS = 4.0 * float(np.finfo(float).eps)
 #: the nudge (× (1 + max |τ|), N or N·m, alternating sign) added at an exact rest to the torque the plain path sends
-#: (`OutsideWatch.nudges`): a step then changes its rates (by ≈ dt × 1e-11 m/s on a 2 kg ball resting
+#: (`OutsideWatch.nudge`): a step then changes its rates (by ≈ dt × 1e-11 m/s on a 2 kg ball resting
 #: on its contact) where a repeated apply() leaves them — far below every tolerance of the watch (SURPRISE_TOLERANCE)
 NUDGE = 1.0e-12
 #: a jump that fits k = 2 … SKIPPED_STEPS free steps to SKIP_FIT of its size is an action repeat, not a reset, for
@@ -335,7 +335,7 @@ class OutsideWatch:
         #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
         self.repeated = False
         #: max |ẋ| of the state checked in this apply() (inf when unknown) and whether it is at an exact rest
-        #: (REST_BITS): `Bridge._apply_plain` then nudges the torque of a body without joints (`nudge`)
+        #: (REST_BITS): `Bridge._apply_plain` then nudges the torque it sends (`nudge`)
         self.peak_v = np.inf
         self.resting = False
         #: how the last step at an exact rest was marked (`sent`): "nudge" — its torque sent with a NUDGE; "" — not
@@ -343,12 +343,11 @@ class OutsideWatch:
         self.marked = ""
         self._nudged = False
         self._nudge_sign = 1.0
-        #: the steps at an exact rest on the plain path (`Bridge._apply_plain`) are marked by a nudge (`nudge`). It
-        #: does not show where a joint's own forces cancel it to the last bit (a pendulum hanging straight down) or
-        #: on the paths with rows (a chain held by motors): those steps are not marked. A force-torque sensor as the
-        #: mark was dropped: switched on, it cannot be told from a user's and switched off again (PyBullet has no
-        #: getter), and it slowed every later stepSimulation() by up to 20 % (humanoid.urdf 38 → 47 µs)
-        self.nudges = True
+        # (the steps at an exact rest on the plain path, `Bridge._apply_plain`, are marked by a nudge, `nudge`. It
+        # does not show where a joint's own forces cancel it to the last bit — a pendulum hanging straight down — or
+        # on the paths with rows — a chain held by motors: those steps are not marked. A force-torque sensor as the
+        # mark was dropped: switched on, it cannot be told from a user's and switched off again (PyBullet has no
+        # getter), and it slowed every later stepSimulation() by up to 20 %, humanoid.urdf 38 → 47 µs)
         #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
@@ -447,7 +446,7 @@ class OutsideWatch:
         the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
         repeat and was taken for a step: a repeated apply() advanced the clock again (arm7 at rest without gravity,
         apply() twice per step: 5.0 s where PyBullet was at 3.0 s) and sent the step's forces twice (a ball resting
-        on its contact 14 times in 2000 steps). A body with joints has no mark (see `nudges`): at an exact rest
+        on its contact 14 times in 2000 steps). Not every such step carries the mark (see `nudge`): at an exact rest
         where the forces balance to the last bit (a pendulum hanging straight down, a chain held by motors) a
         repeated apply() is still taken for a step; with nothing sent that is named once (`BridgeWarning`).
         Called only when the state is unchanged."""
