@@ -135,7 +135,7 @@ def checked_text(model) -> bytes | None:
         return text
     for mesh, path in found:
         mesh.set("filename", path)
-    for axis, unit in axes:
+    for _, axis, unit in axes:
         axis.set("xyz", " ".join(repr(float(c)) for c in unit))
     if long_lines:   # one element a line (whitespace between elements only: the same URDF)
         ElementTree.indent(root)
@@ -149,8 +149,8 @@ def checked_text(model) -> bytes | None:
     return text
 
 
-def non_unit_axes(root) -> list[tuple[ElementTree.Element, np.ndarray]]:
-    """Every joint `<axis>` whose xyz is not of unit length, with its unit vector. The model (as Pinocchio) takes
+def non_unit_axes(root) -> list[tuple[str, ElementTree.Element, np.ndarray]]:
+    """(joint name, `<axis>`, its unit vector) of every joint axis whose xyz is not of unit length. The model (as Pinocchio) takes
     the unit axis; PyBullet's stepSimulation turns the joint about the unit axis but gives the link the angular
     velocity axis·θ̇ (a revolute pendulum with axis "0 2 0" left the engine by 3e-3 rad in 0.2 s at every dt), so
     the bridge hands PyBullet the unit axes. (An axis `load_model` read is finite and not zero.)"""
@@ -163,7 +163,7 @@ def non_unit_axes(root) -> list[tuple[ElementTree.Element, np.ndarray]]:
                 continue
             norm = float(np.linalg.norm(xyz)) if xyz.shape == (3,) else 0.0
             if norm > 0.0 and abs(norm - 1.0) > 1e-12:
-                axes.append((axis, xyz / norm))
+                axes.append((joint.get("name", "?"), axis, xyz / norm))
     return axes
 
 

@@ -171,30 +171,9 @@ def native_errors(text: str) -> list[str]:
     return kept
 
 
-def _non_unit_axes(file: str) -> list[str]:
-    """Joints whose `<axis xyz>` in the file is off unit length by more than 1e-9."""
-    from biobullet.model.urdf import read_xml
-    try:
-        robot = read_xml(file)
-    except ModelError:
-        return []
-    out = []
-    for joint in robot.findall("joint"):
-        axis = joint.find("axis")
-        if axis is None or "xyz" not in axis.attrib:
-            continue
-        try:
-            norm = float(np.linalg.norm([float(v) for v in axis.attrib["xyz"].split()]))
-        except ValueError:
-            continue
-        if abs(norm - 1.0) > 1e-9:
-            out.append(joint.get("name", "?"))
-    return out
-
-
 @contextmanager
 def _unit_axes(file: str):
-    """The path PyBullet loads: `file`, or where a joint axis is not of unit length a copy with unit axes in a
+    """(the path PyBullet loads, the joints whose axes were made unit): `file`, or where a joint axis is not of unit length a copy with unit axes in a
     temporary folder. PyBullet's multibody turns a joint about the unit axis but gives the link the angular
     velocity axis·θ̇ (`bridge.connection.non_unit_axes`): its link velocities left the model's (and Pinocchio's)
     by the axis' length − 1 (6e-2 for an axis of length 1.06), a disagreement of PyBullet's, not the model's."""
@@ -206,9 +185,9 @@ def _unit_axes(file: str):
         robot = None
     axes = non_unit_axes(robot) if robot is not None else []
     if not axes:
-        yield file
+        yield file, []
         return
-    for axis, unit in axes:
+    for _, axis, unit in axes:
         axis.set("xyz", " ".join(repr(float(c)) for c in unit))
     for link in robot.iter("link"):   # (the oracle loads no shapes, and the copy's folder has no meshes beside it)
         for shape in link.findall("visual") + link.findall("collision"):
@@ -217,7 +196,7 @@ def _unit_axes(file: str):
         path = os.path.join(folder, os.path.basename(file))
         with open(path, "wb") as handle:
             handle.write(ElementTree.tostring(robot, encoding="utf-8", xml_declaration=True))
-        yield path
+        yield path, [name for name, _, _ in axes]
 
 
 def _body_key(body) -> str:
@@ -261,7 +240,7 @@ class PyBulletOracle(Oracle):
         self.p = p
         self.client = p.connect(p.DIRECT)
         try:
-            with native_output(f"pybullet.loadURDF({self.file})"), _unit_axes(self.file) as urdf:
+            with native_output(f"pybullet.loadURDF({self.file})"), _unit_axes(self.file) as (urdf, skewed):
                 # no collision or visual shapes: the oracle steps no contact, and parsing their meshes took 99 %
                 # of the load (corpus: 41 s of CPU for 226 loads, 0.6 s without; every link's mass, inertia,
                 # inertial frame and joint identical with and without them)
@@ -289,7 +268,6 @@ class PyBulletOracle(Oracle):
                                  file=self.file) from None
         self.inertia_error = self._inertia_error()
         self.kinematic_tolerance = 0.0
-        skewed = _non_unit_axes(self.file)
         if skewed:   # (romeo's "0.573576 0.819152 1.05097e-07", norm 1 − 9e-7, left link velocities 1e-7 apart)
             self.notes.append(f"PyBullet is given unit joint axes for {', '.join(skewed[:4])}"
                               f"{' …' if len(skewed) > 4 else ''} (the file's are not of unit length; its multibody "
