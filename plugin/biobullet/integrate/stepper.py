@@ -502,17 +502,23 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
                     return out
                 tol = SIMULTANEOUS * EPS * max(1.0, abs(t_stop))
                 # the events located with the cut (not yet recorded) whose surface the cut state has crossed:
-                # recorded there, their actions run below (one that has not crossed yet fires in the next step)
-                for root, k in fired[cut[3] + 1:]:
-                    if root <= t_stop + tol:
+                # recorded there, their actions run below (one that has not crossed yet fires in the next step).
+                # Crossed is what counts, not the root on the crossing step's interpolant: a cut re-integrated from
+                # the step's start (_SmoothSide) may stop 1e-11 s before that root of an event that has crossed with
+                # it (two contacts of one body leaving together), and the restart past its surface lost the event and
+                # its action (a contact left active out of contact: its next onset kept the old impact velocity)
+                at_cut = [root <= t_stop + tol for root, k in fired]
+                for position, (root, k) in enumerate(fired):
+                    if position > cut[3]:
                         value = events[k].g(t_stop, y_stop)
                         if value == 0.0 or np.sign(value) == np.sign(g_new[k]):
                             out.events.append((events[k].name, float(t_stop), y_stop.copy()))
-                for root, k in fired:
-                    if events[k].action is not None and root <= t_stop + tol:
+                            at_cut[position] = True
+                for position, (root, k) in enumerate(fired):
+                    if events[k].action is not None and at_cut[position]:
                         events[k].action(float(t_stop), y_stop.copy())
                 if switch is not None:
-                    names = tuple(events[k].name for root, k in fired if root <= t_stop + tol)
+                    names = tuple(events[k].name for position, (root, k) in enumerate(fired) if at_cut[position])
                     y_stop = _switched(switch, float(t_stop), y_stop, names, out)
                 restart_at = (t_stop, y_stop)
                 break
