@@ -83,3 +83,45 @@ def test_two_contacts_leaving_together_keep_their_events(tmp_path, method):
         # BDF 1.5e-7 s and 71 rtol·v_max (on main: a touch missing, and 0.15 … 0.60 m/s off)
         assert np.max(np.abs(times - o_times)) < 5e-7, np.max(np.abs(times - o_times))
         assert np.max(np.abs(rates - o_rates)) < 200 * rtol * math.sqrt(2 * G * HEIGHT), np.max(np.abs(rates - o_rates))
+
+
+# ------------------------------------------------------------------ NumPy scalars as arguments
+@pytest.mark.parametrize("value", [np.True_, np.array("0.01"), np.complex128(0.01 + 5j)],
+                         ids=["numpy_bool", "text_array", "numpy_complex"])
+def test_numpy_values_that_are_no_real_numbers_are_refused(value):
+    # `core.arguments.number_argument` / `time_argument` refused Python's text, bool and complex, but `float()`
+    # reads np.True_ as 1.0, a 0-d text array as the number it spells, and np.complex128 as its real part (a
+    # ComplexWarning only): simulate(model, np.True_) ran 1 s, simulate(model, np.array("0.01")) ran 0.01 s, and
+    # the imaginary 5j vanished. Now each is refused naming the argument, as their Python twins are.
+    import biobullet
+    from biobullet.bridge import Bridge
+    from biobullet.model.bundled import bundled_model
+    model = biobullet.load_model(bundled_model("coupled_chain.urdf"))
+    calls = {"t_end": lambda: simulate(model, value, progress=False),
+             "rtol": lambda: simulate(model, 1e-3, rtol=value, progress=False),
+             "shoulder": lambda: simulate(model, 1e-3, initial={"shoulder": value}, progress=False),
+             "t": lambda: model.forward_dynamics(np.zeros(model.nq), np.zeros(model.nv), t=value),
+             "dt": lambda: Bridge(model, dt=value)}
+    for argument, call in calls.items():
+        with pytest.raises(biobullet.ModelError, match=f"argument '{argument}'"):
+            call()
+
+
+def test_numpy_flags_and_numbers_are_taken():
+    # NumPy's own bool is a flag (load_model(joint_limits=np.False_) was refused: "is not True or False"), and its
+    # integer and float scalars and 0-d float arrays are numbers (accepted before and after)
+    import biobullet
+    from biobullet.model.bundled import bundled_model
+    from biobullet.forces.collection import force_elements
+    path = bundled_model("arm7.urdf")
+    assert len(force_elements(biobullet.load_model(path, joint_limits=np.False_))) == \
+        len(force_elements(biobullet.load_model(path, joint_limits=False)))
+    assert len(force_elements(biobullet.load_model(path, joint_limits=np.True_))) == \
+        len(force_elements(biobullet.load_model(path, joint_limits=True))) > 0
+    model = biobullet.load_model(path)
+    q, v = np.full(model.nq, 0.2), np.zeros(model.nv)
+    expected = model.forward_dynamics(q, v, t=0.5)
+    for t in (np.float32(0.5), np.float64(0.5), np.array(0.5)):
+        np.testing.assert_array_equal(model.forward_dynamics(q, v, t=t), expected)
+    run = simulate(model, np.float32(0.01), rtol=np.float64(1e-6), progress=False)
+    assert run.t[-1] == pytest.approx(0.01, rel=1e-7)

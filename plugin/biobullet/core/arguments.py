@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import math
 import signal
+import sys
 from typing import Any, Callable, Iterator, TypeVar
 
 from biobullet.core.errors import ModelError
@@ -96,12 +97,29 @@ def terminate_as_interrupt() -> Iterator[list[int]]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _is_flag(value: Any) -> bool:
+    """True or False, Python's or NumPy's (`np.True_`: a flag read from an array is one)."""
+    numpy = sys.modules.get("numpy")   # (not imported: the value is no NumPy scalar)
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
+
+
+def _not_a_real_number(value: Any) -> bool:
+    """Whether `value` is no real number however `float()` reads it: None, text, bytes, a flag (Python's or
+    NumPy's: `float(np.True_)` is 1.0), a complex number, or a NumPy scalar or array whose dtype is none of the
+    integer and float kinds — `float(np.array("0.01"))` reads text, `float(np.complex128(0.01 + 5j))` drops the
+    imaginary part with a warning only."""
+    if value is None or isinstance(value, (str, bytes, complex)) or _is_flag(value):
+        return True
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic)) and value.dtype.kind not in "iuf"
+
+
 def flag_argument(value: Any, name: str, *, optional: bool = False) -> bool | None:
-    """`value` as a bool (None too when `optional`); ModelError naming the argument for anything else (text such as
-    "no" is truthy: a flag given as text would silently mean True)."""
+    """`value` as a bool (Python's or NumPy's; None too when `optional`); ModelError naming the argument for
+    anything else (text such as "no" is truthy: a flag given as text would silently mean True)."""
     if optional and value is None:
         return None
-    if not isinstance(value, bool):
+    if not _is_flag(value):
         raise ModelError(f"is not {'None, ' if optional else ''}True or False (got {value!r:.40})", argument=name,
                          expected="a bool")
     return bool(value)
@@ -110,7 +128,7 @@ def flag_argument(value: Any, name: str, *, optional: bool = False) -> bool | No
 def time_argument(t: Any, name: str = "t") -> float:
     """`t` as a finite float (a time in s); ModelError naming the argument for text, a bool, an array, None, NaN or
     ±inf (`float("1")` and `float(True)` would read text and a flag as a time)."""
-    if isinstance(t, (str, bytes, bool)):
+    if _not_a_real_number(t):
         raise ModelError(f"is not one number (got {type(t).__name__})", argument=name, expected="a time in s")
     try:
         value = float(t)
@@ -124,9 +142,9 @@ def time_argument(t: Any, name: str = "t") -> float:
 
 def number_argument(value: Any, name: str, **checks: Any) -> float:
     """`value` as a finite float with `to_float`'s range `checks` (positive=, at_least=, below=, …); ModelError
-    naming the argument for text, bytes, a bool or None (`float("0.01")` would read text as a number: a
-    `simulate(model, "0.01")` ran) and for a value outside the range."""
-    if value is None or isinstance(value, (str, bytes, bool)):
+    naming the argument for what is no real number (`_not_a_real_number`: `float("0.01")` would read text as a
+    number: a `simulate(model, "0.01")` ran) and for a value outside the range."""
+    if _not_a_real_number(value):
         raise ModelError(f"not a number (got {type(value).__name__} {value!r:.40})", argument=name,
                          expected=checks.get("expected") or "a number")
     from biobullet.core.attributes import to_float   # (NumPy: not at the CLI's start-up)
