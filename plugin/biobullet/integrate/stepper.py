@@ -326,7 +326,7 @@ def run_loop(rhs, t0: float, y0: np.ndarray, t_end: float, *, method: str, rtol:
     integrator restarts from the projected state. Raises StepFailure; `result` (pass one in) then holds
     everything up to the failure. `observe(t_old, t_stop, sol)` sees every accepted step (cut at an event) with
     its dense output; at a restart the `action(t, y)` of the cutting event, and of every event located at the
-    same time, runs before the integrator restarts. `fast` (`compiled_stepper.CompiledSteps`, DOP853 only) takes
+    same time or whose surface the cut state has crossed, runs before the integrator restarts. `fast` (`compiled_stepper.CompiledSteps`, DOP853 only) takes
     the steps it can in compiled segments between SciPy's own steps, on runs without events, projection or step
     observers that sample at `t_eval`. `on_stiff(t, mean_step)` is called once when an explicit method's steps
     look held down by stiffness (see STIFF_MEAN_STEP); when it returns a method name (e.g. "Radau"), the run goes on
