@@ -5,6 +5,8 @@
    others; and it refused a massless link that a loop holds (a regular KKT system). The massless floor of the
    reduced solve (`spatial.dense.MASS_FLOOR_RATIO`) now decides there too, with the rows: refused, naming the joint,
    only where no row holds the direction (`constraints.solve.unheld_massless`), else the KKT matrix is solved.
+   The bridge's constrained solve predicted a meaningless ẍ for such a hinge beside a joint function (71 rad/s²,
+   silently): the bridge now refuses the model at construction by the same test.
 2. link_segment refused the same hinge as "singular to round-off (a direction that moves no mass …)" without
    naming it: its error path now runs the reduced solve's test and names the joint.
 3. `Bridge(native_loops=True)` with a joint function of a loop joint: the function row missed the 1e-6 promise and
@@ -191,3 +193,33 @@ def test_native_loop_miss_is_named_as_the_native_loop(tmp_path):
     assert texts and all("native_loops=True: 'knee_C'" in text and "force outside" not in text for text in texts)
     with Bridge(model, dt=1e-3, initial={"knee_A_dot": 2.0}) as bridge:
         assert _follower_miss(bridge, 20) <= PROMISE
+
+
+def test_bridge_refuses_a_hinge_through_a_point_mass_beside_a_joint_function(tmp_path):
+    """A hinge 'spin' through a point mass (oblique axis) on a chain with a joint function elsewhere: the bridge's
+    constrained solve has no acceleration for spin (Pinocchio's M entry is 0 to round-off, no row holds it): one
+    SolverError naming it at construction (on main: the bridge stepped, its solve predicting 71 rad/s² for spin).
+    The four-bar knee with a massless coupler (held by the loop) is still bridged."""
+    from biobullet.bridge import Bridge
+    axis = np.array([0.48, 0.6, 0.64])
+    path = _write(tmp_path, "spin_driven", f'''<?xml version="1.0"?><robot name="r"><link name="base"/>
+<link name="a">{_inertial(1.0, (0.2, 0.0, 0.0), (0.01, 0.02, 0.02))}</link>
+<link name="b">{_inertial(0.7, 0.3 * axis)}</link>
+<link name="c">{_inertial(0.8, (0.1, 0.2, 0.0), (0.01, 0.01, 0.02))}</link>
+<joint name="j1" type="revolute"><parent link="base"/><child link="a"/><origin xyz="0 0 0.1"/><axis xyz="0 1 0"/>
+  {LIMIT}</joint>
+<joint name="spin" type="revolute"><parent link="a"/><child link="b"/><origin xyz="0.4 0 0" rpy="0.3 0.2 0.1"/>
+  <axis xyz="{_vector(axis)}"/>{LIMIT}</joint>
+<joint name="driven" type="revolute"><parent link="base"/><child link="c"/><origin xyz="0 0.3 0.1"/>
+  <axis xyz="0 0 1"/>{LIMIT}</joint>
+<biobullet version="1"><coordinates names="j1 spin"/>
+  <joint_function joint="driven" type="linear" inputs="j1" coefficients="2.0" offset="0.0"/></biobullet></robot>''')
+    pin_model = pin.buildModelFromUrdf(str(path))
+    spin = pin_model.joints[pin_model.getJointId("spin")].idx_v
+    assert abs(pin.crba(pin_model, pin_model.createData(), np.array([0.3, 0.2, 0.6]))[spin, spin]) < 1e-15
+    model = biobullet.load_model(path, joint_limits=False)
+    with pytest.raises(biobullet.SolverError, match=r"bridge's constrained solve.*'spin' moves no mass"):
+        Bridge(model, dt=1e-3)
+    with Bridge(biobullet.load_model(_fourbar(tmp_path, "")), dt=1e-3, initial={"knee_A_dot": 2.0}) as bridge:
+        for _ in range(3):
+            bridge.step()
