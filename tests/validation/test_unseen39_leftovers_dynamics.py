@@ -13,6 +13,10 @@
    the warning blamed "a force outside the bridge's solve"; the cause is PyBullet's own loop constraint, which acts
    inside stepSimulation after the bridge's torques were computed. Now named as such (the promise covers loops held
    in the bridge's solve; docs/bridge.md).
+4. The Gibbs–Appell elastic chain (`ElasticChain.from_model_file`) ignored URDF `<limit>`s, which the URDF engine
+   (and the segmented model of the same file) makes joint stops: it ran past them silently. It has no stops: such
+   a limit is now refused, naming the file, the joint and the limit (joint_limits=False runs without it, as
+   `load_model(..., joint_limits=False)` does).
 """
 from __future__ import annotations
 
@@ -223,3 +227,28 @@ def test_bridge_refuses_a_hinge_through_a_point_mass_beside_a_joint_function(tmp
     with Bridge(biobullet.load_model(_fourbar(tmp_path, "")), dt=1e-3, initial={"knee_A_dot": 2.0}) as bridge:
         for _ in range(3):
             bridge.step()
+
+
+def _limited_chain(tmp_path) -> Path:
+    """The bundled elastic robot with a URDF <limit lower="-1" upper="1"> on its second hinge, q2."""
+    text = (ROOT / "urdf" / "elastic_robot_3link.urdf").read_text(encoding="utf-8")
+    start = text.index('<joint name="q2" type="continuous">')
+    end = text.index("</joint>", start)
+    joint = text[start:end].replace('type="continuous"', 'type="revolute"') + \
+        '  <limit lower="-1" upper="1" effort="0" velocity="100"/>\n  '
+    return _write(tmp_path, "limited_chain", text[:start] + joint + text[end:])
+
+
+def test_elastic_chain_refuses_a_joint_limit_it_would_ignore(tmp_path):
+    """The file's q2 has a <limit> stop (the URDF engine's stop 'limit_q2' is in the file's own model); the chain,
+    which has no stops, refuses it by name (on main it loaded and would swing q2 past ±1 rad); with
+    joint_limits=False it loads, as load_model(joint_limits=False) drops the stop; the bundled robot still loads."""
+    from biobullet.flexible.gibbs_appell import ElasticChain
+    path = _limited_chain(tmp_path)
+    description = biobullet.load_model(path).description
+    assert [(j.lower, j.upper) for j in description.joints if j.name == "q2"] == [(-1.0, 1.0)]
+    with pytest.raises(biobullet.ModelError, match=r"joint 'q2' has a URDF <limit>.*no joint stops") as error:
+        ElasticChain.from_model_file(path)
+    assert error.value.file == str(path) and "q2" in error.value.element and "limit" in error.value.element
+    assert ElasticChain.from_model_file(path, joint_limits=False).n_coordinates == \
+        ElasticChain.from_model_file(ROOT / "urdf" / "elastic_robot_3link.urdf").n_coordinates
