@@ -17,6 +17,9 @@
    (and the segmented model of the same file) makes joint stops: it ran past them silently. It has no stops: such
    a limit is now refused, naming the file, the joint and the limit (joint_limits=False runs without it, as
    `load_model(..., joint_limits=False)` does).
+5. `validate` called M singular where its smallest eigenvalue was below 1e-12 of its largest diagonal entry: a light
+   sensor on a heavy arm (cond(M) ≈ 1e13) lost its forward-dynamics comparison. Singular is now judged per
+   direction (the Jacobi-scaled M, each direction by its own inertia, and the solve's massless floor).
 """
 from __future__ import annotations
 
@@ -252,3 +255,30 @@ def test_elastic_chain_refuses_a_joint_limit_it_would_ignore(tmp_path):
     assert error.value.file == str(path) and "q2" in error.value.element and "limit" in error.value.element
     assert ElasticChain.from_model_file(path, joint_limits=False).n_coordinates == \
         ElasticChain.from_model_file(ROOT / "urdf" / "elastic_robot_3link.urdf").n_coordinates
+
+
+def test_validate_compares_a_light_sensor_on_a_heavy_arm(tmp_path):
+    """Three 10 kg, 0.5 m links and a 1e-6 kg sensor 1 mm from its hinge: Pinocchio's M has cond ≈ 1e13 (its
+    smallest eigenvalue ≈ 1e-12 of its largest entry) but, each direction scaled by its own inertia (D^-½ M D^-½),
+    a condition below 1e3: a regular M. validate now compares the forward dynamics (against Pinocchio's ABA) at
+    every sample; on main the note said "forward dynamics not compared where the mass matrix is singular"."""
+    from biobullet.validate import validate_model
+    parts = ['<link name="l0"/>']
+    for k in range(1, 4):
+        parts.append(f'<link name="l{k}">{_inertial(10.0, (0.25, 0.0, 0.0), (0.05, 0.2, 0.2))}</link>'
+                     f'<joint name="j{k}" type="revolute"><parent link="l{k - 1}"/><child link="l{k}"/>'
+                     f'<origin xyz="{0.5 if k > 1 else 0.0} 0 0"/><axis xyz="0 {k % 2} {1 - k % 2}"/>{LIMIT}</joint>')
+    parts.append(f'''<link name="sensor">{_inertial(1e-6, (1e-3, 0.0, 0.0), (1e-14, 1e-14, 1e-14))}</link>
+<joint name="sensor_hinge" type="revolute"><parent link="l3"/><child link="sensor"/><origin xyz="0.5 0 0"/>
+  <axis xyz="0 0 1"/>{LIMIT}</joint>''')
+    path = _write(tmp_path, "sensor", '<?xml version="1.0"?><robot name="sensor">' + "\n".join(parts) + "</robot>")
+    pin_model = pin.buildModelFromUrdf(str(path))
+    mass = pin.crba(pin_model, pin_model.createData(), np.full(4, 0.3))
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    root = 1.0 / np.sqrt(np.diagonal(mass))
+    assert np.linalg.cond(mass) > 1e12 and np.linalg.cond(mass * root[:, None] * root[None, :]) < 1e3
+    report = validate_model(biobullet.load_model(path, joint_limits=False), samples=3, oracles=("pinocchio",),
+                            formulations=("reduced",))
+    assert not any("singular" in note for note in report.notes)
+    check = next(c for c in report.checks if c.quantity == "forward_dynamics")
+    assert check.ok

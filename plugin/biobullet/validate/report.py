@@ -395,28 +395,40 @@ def _inertia_difference(ours: np.ndarray, theirs: np.ndarray | None) -> float:
 #: forward dynamics: q̈ of two implementations differ by round-off of M and h (a few ε each) times cond(M);
 #: measured 1.1e-17·cond on iCub (cond 1.5e10, 38 DOF): 1e-15 leaves a 100× margin
 FD_ROUNDOFF = 1e-15
-#: relative singularity threshold of the mass matrix (eigenvalues below it times its largest diagonal entry)
+#: relative singularity threshold of the mass matrix: the smallest eigenvalue of M scaled by each direction's own
+#: inertia (D^-½ M D^-½, D = diag M: unit diagonal) below it is singular. Per direction, not against M's largest
+#: entry: a 1e-6 kg sensor on a 10 kg arm (cond(M) 1.4e13) is regular — its own diagonal entry is its scale, as
+#: for the solve's massless floor (`spatial.dense.MASS_FLOOR_RATIO`), which decides first
 SINGULAR = 1e-12
 
 
 def _joints_moving_no_mass(model, q, t: float) -> tuple[str | None, float, float]:
     """(None, smallest, largest eigenvalue) if M(q) is positive definite; else (which generalized velocities move
-    no mass (the solve's test: `spatial.dense.massless_coordinate`), smallest, largest eigenvalue)."""
+    no mass (the solve's test: `spatial.dense.massless_coordinate`), smallest, largest eigenvalue). Singular: a
+    coordinate below its massless floor, or the Jacobi-scaled M's smallest eigenvalue not above SINGULAR."""
     mass = model.mass_matrix(q, t, formulation="reduced")
     if mass.size == 0:
         return None, 0.0, 0.0
-    scale = max(float(np.abs(np.diag(mass)).max()), 1e-300)
     eigenvalues = np.linalg.eigvalsh(mass)
     smallest, largest = float(eigenvalues[0]), float(eigenvalues[-1])
-    if smallest > SINGULAR * scale:
-        return None, smallest, largest
+    diagonal = np.diagonal(mass)
+    if np.all(diagonal > 0.0):
+        root = 1.0 / np.sqrt(diagonal)
+        with np.errstate(all="ignore"):
+            scaled = np.linalg.eigvalsh(mass * root[:, None] * root[None, :])[0]
+        if scaled > SINGULAR and not _massless_names(model, q, t, mass):
+            return None, smallest, largest
     return _still_message(model, q, t, mass), smallest, largest
 
 
-def _still_message(model, q, t: float, mass: np.ndarray) -> str:
-    # the solve's own test of a coordinate that moves no mass (`spatial.dense.massless_coordinate`)
+def _massless_names(model, q, t: float, mass: np.ndarray) -> list[str]:
+    """The coordinates the solve refuses as moving no mass (`spatial.dense.massless_coordinate`)."""
     gradient = None if model.coordinate_map.identity else model.joint_state(q, np.zeros(model.nv), t)[2]
-    still = [model.velocity_names[k] for k in massless_coordinates(mass, model.compiled.mass_floor_root, gradient)]
+    return [model.velocity_names[k] for k in massless_coordinates(mass, model.compiled.mass_floor_root, gradient)]
+
+
+def _still_message(model, q, t: float, mass: np.ndarray) -> str:
+    still = _massless_names(model, q, t, mass)
     if still:
         return (f"joints moving no mass (every link they move is massless): {', '.join(still[:10])}"
                 f"{' …' if len(still) > 10 else ''}; M is singular and q̈ undefined for them")
