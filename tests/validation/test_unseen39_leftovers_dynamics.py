@@ -37,14 +37,15 @@ EPS = np.finfo(float).eps
 LIMIT = '<limit lower="-3" upper="3" effort="1" velocity="1"/>'
 
 
-def _inertial(mass: float, xyz, inertia=(0.0, 0.0, 0.0)) -> str:
-    return (f'<inertial><origin xyz="{xyz[0]:.17g} {xyz[1]:.17g} {xyz[2]:.17g}"/><mass value="{mass}"/>'
-            f'<inertia ixx="{inertia[0]}" iyy="{inertia[1]}" izz="{inertia[2]}" ixy="0" ixz="0" iyz="0"/>'
-            '</inertial>')
-
-
 def _vector(values) -> str:
     return " ".join(f"{c:.17g}" for c in values)
+
+
+def _inertial(mass: float, xyz, inertia=(0.0, 0.0, 0.0)) -> str:
+    """An <inertial> of `mass` (kg) at `xyz` (m) with principal moments `inertia` (kg·m²) along the link's axes."""
+    moments = " ".join(f'{name}="{value}"' for name, value in zip(("ixx", "iyy", "izz"), inertia))
+    return (f'<inertial><origin xyz="{_vector(xyz)}"/><mass value="{mass}"/>'
+            f'<inertia {moments} ixy="0" ixz="0" iyz="0"/></inertial>')
 
 
 def _write(tmp_path, name: str, text: str) -> Path:
@@ -68,23 +69,38 @@ def _spin_chain(tmp_path, seed: int) -> Path:
   rpy="{_vector(rng.uniform(-1, 1, 3))}"/><axis xyz="{_vector(axis)}"/>{LIMIT}</joint></robot>''')
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_multipliers_refuse_a_hinge_through_a_point_mass(tmp_path, seed):
-    """Pinocchio's M of the 'spin' hinge is 0 to round-off and no row holds it: `multipliers` refuses it, naming
-    the joint, at every state (on main: finite ẍ — 5.2 rad/s² and more — at some states, an error that names no
-    joint at the others)."""
+def _spin_states(tmp_path, seed: int, count: int):
+    """(model, q, v) at `count` random states of `_spin_chain(seed)`, each checked against Pinocchio first: its M
+    entry of 'spin' is 0 to round-off (0.7 kg at up to 0.5 m: ordinary entries ≈ 0.1)."""
     path = _spin_chain(tmp_path, seed)
     model = biobullet.load_model(path, joint_limits=False)
     pin_model = pin.buildModelFromUrdf(str(path))
     spin = pin_model.joints[pin_model.getJointId("spin")].idx_v
     rng = np.random.default_rng(10 + seed)
-    for _ in range(4):
-        q, v = rng.uniform(-2.0, 2.0, 2), rng.uniform(-1.0, 1.0, 2)
-        x = np.empty(2)
-        x[[pin_model.joints[pin_model.getJointId(n)].idx_q for n in ("j1", "spin")]] = q
-        assert abs(pin.crba(pin_model, pin_model.createData(), x)[spin, spin]) < 1e-15
+    for _ in range(count):
+        q, v = rng.uniform(-2.0, 2.0, 2), rng.uniform(-1.0, 1.0, 2)   # (URDF order: q's)
+        assert abs(pin.crba(pin_model, pin_model.createData(), q)[spin, spin]) < 1e-15
+        yield model, q, v
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_multipliers_refuse_a_hinge_through_a_point_mass(tmp_path, seed):
+    """No row holds the 'spin' hinge: `multipliers` refuses it, naming the joint, at every state (on main: finite ẍ
+    — 5.2 rad/s² and more — at some states, an error that names no joint at the others)."""
+    for model, q, v in _spin_states(tmp_path, seed, 4):
         with pytest.raises(biobullet.SolverError, match=r"'spin' moves no mass.*no constraint row holds it"):
             model.forward_dynamics(q, v, formulation="multipliers")
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_link_segment_names_the_hinge_through_a_point_mass(tmp_path, seed):
+    """The same chain under `link_segment` (a square Newton–Euler system, singular along the hinge): the error
+    names 'spin' for v̇ and for M (on main: no joint named)."""
+    for model, q, v in _spin_states(tmp_path, seed, 2):
+        with pytest.raises(biobullet.SolverError, match=r"link-segment system is singular.*'spin' moves no mass"):
+            model.forward_dynamics(q, v, formulation="link_segment")
+        with pytest.raises(biobullet.SolverError, match=r"'spin' moves no mass"):
+            model.mass_matrix(q, formulation="link_segment")
 
 
 def _fourbar(tmp_path, anterior: str, probe: bool = False) -> Path:
@@ -135,24 +151,6 @@ def test_multipliers_name_a_massless_hinge_beside_a_loop(tmp_path):
         q, v = np.array([rng.uniform(-0.8, 0.0), rng.uniform(-2, 2)]), rng.uniform(-1, 1, 2)
         with pytest.raises(biobullet.SolverError, match=r"'spin' moves no mass"):
             model.forward_dynamics(q, v, formulation="multipliers")
-
-
-@pytest.mark.parametrize("seed", range(2))
-def test_link_segment_names_the_hinge_through_a_point_mass(tmp_path, seed):
-    """The same chain under `link_segment` (a square Newton–Euler system, singular along the hinge): the error
-    names 'spin' (Pinocchio's M entry of it is 0 to round-off) for v̇ and for M (on main: no joint named)."""
-    path = _spin_chain(tmp_path, seed)
-    model = biobullet.load_model(path, joint_limits=False)
-    pin_model = pin.buildModelFromUrdf(str(path))
-    spin = pin_model.joints[pin_model.getJointId("spin")].idx_v
-    rng = np.random.default_rng(20 + seed)
-    for _ in range(2):
-        q, v = rng.uniform(-2.0, 2.0, 2), rng.uniform(-1.0, 1.0, 2)
-        assert abs(pin.crba(pin_model, pin_model.createData(), q)[spin, spin]) < 1e-15   # (URDF order = q's)
-        with pytest.raises(biobullet.SolverError, match=r"link-segment system is singular.*'spin' moves no mass"):
-            model.forward_dynamics(q, v, formulation="link_segment")
-        with pytest.raises(biobullet.SolverError, match=r"'spin' moves no mass"):
-            model.mass_matrix(q, formulation="link_segment")
 
 
 def _follower_fourbar(tmp_path) -> Path:
