@@ -163,7 +163,9 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     if status == 0 or status == 3:   # solved, or a non-finite result the caller's divergence check reports
         return xdd, lam
     rhs_dyn = -bias if tau is None else tau - bias
-    if status == 4:   # M too ill-conditioned for M⁻¹ (the caller's mass_ratio): the whole KKT matrix
+    if status == 4 or (status == 1 and mass_ratio > 0.0 and _positive_definite(mass)):
+        # M too ill-conditioned for M⁻¹ (the caller's mass_ratio; a pivot the kernel's relative test declined on a
+        # positive definite M is below it too): the whole KKT matrix
         check_rank(jac, names, x, t, xd)
         return _least_squares(mass, jac, rhs_dyn, target)
     if redundant == "least_squares":   # M singular, or redundant rows: the minimum-norm KKT solution
@@ -173,6 +175,12 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     minv_jt, free = factor_solve(factor, jac.T), factor_solve(factor, rhs_dyn)
     lam = np.linalg.solve(jac @ minv_jt, target - jac @ free)
     return free + minv_jt @ lam, lam
+
+
+def _positive_definite(mass: np.ndarray) -> bool:
+    """Whether LAPACK's Cholesky factorisation of M succeeds (no relative pivot test)."""
+    from scipy.linalg.lapack import dpotrf
+    return dpotrf(mass, lower=1, clean=1)[1] == 0
 
 
 def unheld_massless(mass: np.ndarray, floor_root: np.ndarray, jac: np.ndarray) -> int | None:
