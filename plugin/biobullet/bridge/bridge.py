@@ -517,8 +517,9 @@ class Bridge:
         (`constraints.solve.unheld_massless`), at the model's initial state: there the KKT matrix is singular and the
         solve's ẍ meaningless (a hinge through a point mass beside a joint function: 71 rad/s² predicted). Tested
         once here, not per step: the solve kernels keep their relative pivot tests. A bridge without rows leaves
-        the tree's dynamics to PyBullet."""
-        if not self.constraints.n:
+        the tree's dynamics to PyBullet, and so does one with native loops (PyBullet's constraints may hold what
+        the rows do not)."""
+        if not self.constraints.n or self.native_constraints:
             return
         from biobullet.algorithms.vectorized import mass_matrix_and_bias
         from biobullet.constraints.solve import unheld_massless
