@@ -272,9 +272,6 @@ def _arm(length: float, mass: float, heavier: float = 1.0) -> str:
     return f'<robot name="arm">{links}{joints}<biobullet><gravity xyz="0 0 -9.81"/></biobullet></robot>'
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: validate's 'max rel' is max|Δ| / max(max|oracle|, 1), absolute for "
-                                      "entries below 1; a relative column per sample failed on robots whose bias "
-                                      "forces are round-off at every sample (r2d2, minitaur_single_motor)")
 @pytest.mark.parametrize("scale", [1.0, 1e-3])
 def test_validate_max_rel_is_relative_for_a_small_robot(tmp_path, scale):
     """Pinocchio reads a file whose masses and inertias are (1 + δ) times the model's, δ = 1e-4: M is linear in

@@ -61,7 +61,7 @@ from biobullet.bridge.lifecycle import (attach, check_divergence, ensure_owned_b
 from biobullet.core.native import import_pybullet
 from biobullet.core.arguments import number_argument
 from biobullet.core.attributes import to_float
-from biobullet.core.errors import ModelError, did_you_mean
+from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, loaded_base_pose, prepare_body, resolve_client
 from biobullet.bridge.inertia import massless_base_error, massless_links, match_inertia
@@ -261,6 +261,7 @@ class Bridge:
                 model.description.elements_of("loop")) and not self.native_loops)
             #: {loop name: PyBullet constraint id} of the native loops (empty without native_loops)
             self.native_constraints = self._create_native_loops() if self.native_loops else {}
+            self._refuse_unheld_massless()
             #: the force elements' τ per step: the pipeline's compiled force stage or the Python hook
             self.forces = ForceStage(model)
         except BaseException:
@@ -509,6 +510,29 @@ class Bridge:
         self.pybullet.setTimeStep(dt, physicsClientId=self.client)
         self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
         self.watch.disarm()
+
+    def _refuse_unheld_massless(self) -> None:
+        """SolverError naming a joint that moves no mass (its diagonal entry of M below its floor,
+        `spatial.dense.MASS_FLOOR_RATIO`) and that no row of the bridge's constrained solve holds
+        (`constraints.solve.unheld_massless`), at the model's initial state: there the KKT matrix is singular and the
+        solve's ẍ meaningless (a hinge through a point mass beside a joint function: 71 rad/s² predicted). Tested
+        once here, not per step: the solve kernels keep their relative pivot tests. A bridge without rows leaves
+        the tree's dynamics to PyBullet, and so does one with native loops (PyBullet's constraints may hold what
+        the rows do not)."""
+        if not self.constraints.n or self.native_constraints:
+            return
+        from biobullet.algorithms.vectorized import mass_matrix_and_bias
+        from biobullet.constraints.solve import unheld_massless
+        from biobullet.dynamics.multipliers import tree_direction_names
+        from biobullet.spatial.dense import massless_text
+        model = self.model
+        x, xd, _, _ = model.joint_state(*model.initial_state())
+        mass = mass_matrix_and_bias(model, x)[0]
+        index = unheld_massless(mass, model.compiled.mass_floor_root, constraint_terms(self.constraints, x, xd, 0.0)[1])
+        if index is not None:
+            raise SolverError(f"{model.file}: the bridge's constrained solve: "
+                              + massless_text(tree_direction_names(model), index, mass[index, index])
+                              + "; no constraint row holds it")
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""

@@ -104,7 +104,7 @@ def _kkt_torque_py(mass, bias, tau, rows, xd, xdd, out):
     """out = [τ_out (n), λ (m)], τ_out = τ + Φ_xᵀλ with λ from the Schur kernel (`_schur`, bound before this
     compiles) for `rows` (`solve.ConstraintRows`); its status."""
     n, m = mass.shape[0], rows.jac.shape[0]
-    status = _schur(mass, bias, tau, bool(True), rows, xd, _PIVOT, xdd, out[n:])
+    status = _schur(mass, bias, tau, bool(True), rows, xd, _PIVOT, 0.0, xdd, out[n:])
     if status != 0:
         return status
     for i in range(n):
@@ -368,7 +368,7 @@ def _end_newton_py(functions, loops, tree, gains, t, x, xd, mass, jac, xdd, torq
                 for i in range(n):
                     jac_newton[r, i] = jac[r, i]
         newton_rows = solve.ConstraintRows(jac_newton, phi, none_m, bool(False), none_m, 1.0 / h, 0.0)
-        if _schur(mass, none_n, none_n, bool(False), newton_rows, none_n, _PIVOT, step, delta) != 0:
+        if _schur(mass, none_n, none_n, bool(False), newton_rows, none_n, _PIVOT, 0.0, step, delta) != 0:
             return 2
         for i in range(n):
             xdd[i] += step[i]

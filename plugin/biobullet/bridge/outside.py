@@ -287,6 +287,21 @@ def surprise_kernel():
         "_BASE_RATE": jit.compiled(_base_rate_py, bind={"_BASE_ROTATION": jit.compiled(_base_rotation_py)})})
 
 
+def native_loops_cause(loops) -> tuple[str, str, str]:
+    """(cause, remedy, key) of a step that left the rows on a bridge with native loops (`Bridge(native_loops=True)`):
+    PyBullet's own POINT2POINT constraints close the loops inside stepSimulation, after the bridge's torques were
+    computed, so the bridge's solve holds its rows without the loops' forces — a joint function of a joint the loop
+    turns, or any row the loop's force reaches, misses by what that force does in the step (the 1e-6 promise holds
+    only for loops held in the solve, native_loops=False)."""
+    names = ", ".join(repr(name) for name in loops)
+    return (f"PyBullet's own loop constraint (native_loops=True: {names}, POINT2POINT) acts inside stepSimulation, "
+            "after the bridge's torques were computed: the bridge's solve holds its rows without the loop's forces, "
+            "so a joint function of a joint the loop turns misses by what they do in the step (the 1e-6 promise "
+            "covers loops held in the bridge's solve only)",
+            "Bridge(model, native_loops=False) (the default: the loops are held in the solve with the other rows)",
+            "native_loops")
+
+
 def massless_cause(name: str) -> tuple[str, str, str]:
     """(cause, remedy, warning key) of a link given mass 0 by changeDynamics: what no step can hold, named once
     by whichever check sees it first (the watch, or the step-end Newton correction that cannot converge)."""
@@ -986,6 +1001,8 @@ class OutsideWatch:
                 return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
                         "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
                         "use a smaller dt", "constraint")
+        if bridge.native_constraints:   # (before: "a force outside the bridge's solve")
+            return native_loops_cause(bridge.native_constraints)
         if not model.floating_base:   # (the bridge checked the base's frame at construction)
             orientation = p.getBasePositionAndOrientation(b, physicsClientId=c)[1]
             if abs(abs(orientation[3]) - 1.0) > 1e-12 or any(p.getBaseVelocity(b, physicsClientId=c)[1]):

@@ -34,7 +34,7 @@ from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kern
 from biobullet.core import jit
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.spatial.dense import MASS_PIVOT_RATIO
+from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinates
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10
@@ -132,7 +132,8 @@ def factor_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray | None, jac: np.ndarray,
                              target: np.ndarray, *, names=None, x=None, xd=None, t: float = 0.0,
-                             redundant: str = "raise", method: str = "schur") -> tuple[np.ndarray, np.ndarray]:
+                             redundant: str = "raise", method: str = "schur",
+                             mass_ratio: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """(ẍ, λ) of M ẍ + h = τ + Φ_xᵀλ, Φ_x ẍ = target (see the module docstring; target from `Corrector.target`).
 
     mass (n × n), bias h (n), tau (n or None = 0), jac Φ_x (m × n), target a* (m). Range-space method with two
@@ -143,6 +144,9 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     method: "schur" (the above) or "kkt": the whole KKT matrix at once (LU, least squares if singular) — for an M
     that is near-singular while the constrained system is not (the anthropomorph's nearly parallel links: the Schur
     complement through M⁻¹ loses cond(M)·ε there, and an adaptive integrator then crawls).
+    mass_ratio > 0 (`dynamics.multipliers`): the Schur kernel's factor of M also chooses the method — where its
+    smallest pivot² is below mass_ratio × M's largest diagonal entry, dependent rows are refused (`check_rank`) and
+    the KKT matrix is solved as by method "kkt" (M is factorised once per call either way).
     """
     mass, bias, jac, target = (np.asarray(a, float) for a in (mass, bias, jac, target))
     tau = None if tau is None else np.asarray(tau, float)
@@ -155,10 +159,15 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     # the Schur kernel forms a* = −bias − kd Φ̇ − kp Φ: here the rows' bias is −a* and the gains zero
     rows = ConstraintRows(jac, np.zeros(m), _NO_VALUES, False, -target, 0.0, 0.0)
     status = schur_solve(mass, bias, _NO_VALUES if tau is None else tau, tau is not None, rows, np.zeros(n),
-                         PIVOT_CHECK, xdd, lam)
+                         PIVOT_CHECK, mass_ratio, xdd, lam)
     if status == 0 or status == 3:   # solved, or a non-finite result the caller's divergence check reports
         return xdd, lam
     rhs_dyn = -bias if tau is None else tau - bias
+    if status == 4 or (status == 1 and mass_ratio > 0.0 and _positive_definite(mass)):
+        # M too ill-conditioned for M⁻¹ (the caller's mass_ratio; a pivot the kernel's relative test declined on a
+        # positive definite M is below it too): the whole KKT matrix
+        check_rank(jac, names, x, t, xd)
+        return _least_squares(mass, jac, rhs_dyn, target)
     if redundant == "least_squares":   # M singular, or redundant rows: the minimum-norm KKT solution
         return _least_squares(mass, jac, rhs_dyn, target)
     factor = mass_factor(mass, x, t)   # raises where M is not positive definite (status 1)
@@ -166,6 +175,36 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     minv_jt, free = factor_solve(factor, jac.T), factor_solve(factor, rhs_dyn)
     lam = np.linalg.solve(jac @ minv_jt, target - jac @ free)
     return free + minv_jt @ lam, lam
+
+
+def _positive_definite(mass: np.ndarray) -> bool:
+    """Whether LAPACK's Cholesky factorisation of M succeeds (no relative pivot test)."""
+    from scipy.linalg.lapack import dpotrf
+    return dpotrf(mass, lower=1, clean=1)[1] == 0
+
+
+def unheld_massless(mass: np.ndarray, floor_root: np.ndarray, jac: np.ndarray) -> int | None:
+    """The tree direction that moves no mass and that no constraint row holds (the KKT matrix singular), None
+    when there is none.
+
+    A direction k whose own diagonal entry is not above its floor (`spatial.dense.massless_coordinate_py`) has a row
+    of M that is round-off (|M_kj| ≤ √(M_kk M_jj)): M is singular along it, and so is every combination of such
+    directions. The KKT matrix [[M, Φ_xᵀ], [Φ_x, 0]] is regular only where Φ_x is injective on their span (each is
+    held by the rows: a massless coupler inside a loop, a massless joint driven by a joint function). The test: the
+    columns of the massless directions in the row-normalised Φ_x have full rank (smallest singular value above
+    RANK_TOLERANCE, the rank diagnostics' tolerance); else the direction with the largest component along the
+    unheld combination (the right singular vector of the smallest singular value) is returned."""
+    massless = massless_coordinates(mass, floor_root, None)
+    if not massless:
+        return None
+    if not len(jac):
+        return massless[0]
+    scale = np.linalg.norm(jac, axis=1)
+    block = (jac / np.where(scale > 0.0, scale, 1.0)[:, None])[:, massless]
+    _, singular, vectors = np.linalg.svd(block)   # (vectors: all |massless| right singular vectors)
+    if len(singular) == len(massless) and singular[-1] > RANK_TOLERANCE:
+        return None
+    return massless[int(np.argmax(np.abs(vectors[-1])))]
 
 
 _NO_VALUES = np.zeros(0)
@@ -228,16 +267,25 @@ class ConstraintRows(NamedTuple):
     kd: float
 
 
-def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, xdd, lam):
+def _schur_kernel_py(mass, h, tau, has_tau, rows, xd, pivot_check, mass_ratio, xdd, lam):
     """Range-space solve in one compiled call, a* = −bias − kd(Φ_x ẋ + Φ_t) − kp Φ formed inside; writes ẍ, λ.
     Status 0 = solved; 1 = M not positive definite; 2 = a suspicious Schur pivot (`constrained_acceleration` then
-    decides, with its rank check and messages); 3 = non-finite result."""
+    decides, with its rank check and messages); 3 = non-finite result; 4 = M's smallest Cholesky pivot² is below
+    mass_ratio × its largest diagonal entry (M too ill-conditioned for a solve through M⁻¹: the caller solves the
+    KKT matrix, `dynamics.multipliers.SCHUR_PIVOT_RATIO`; 0: no such test) — decided on the one factor of M."""
     jac, bias, phi, phi_t, has_phi_t, kp, kd = (rows.jac, rows.bias, rows.phi, rows.phi_t, rows.has_phi_t,
                                                  rows.kp, rows.kd)
     n, m = mass.shape[0], jac.shape[0]
     low = np.zeros((n, n))   # Cholesky factor of M
     if not _cholesky_factor(mass, low, _MASS_PIVOT_RATIO):
         return 1
+    if mass_ratio > 0.0:
+        smallest, largest = np.inf, 0.0
+        for i in range(n):
+            smallest = min(smallest, low[i, i] * low[i, i])
+            largest = max(largest, mass[i, i])
+        if smallest < mass_ratio * largest:
+            return 4
     b = np.empty((m + 1, n))   # rows: Φ_x (m) and τ − h, each solved with M through its factor (M⁻¹Φ_xᵀ, M⁻¹(τ − h))
     for i in range(n):
         for r in range(m):
@@ -381,4 +429,4 @@ schur_solve = jit.lazy(_schur_kernel_py, bind=_cholesky_bindings)
 
 __all__ = ["ConstraintRows", "Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
            "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "schur_kernel", "schur_solve",
-           "velocity_projection"]
+           "unheld_massless", "velocity_projection"]

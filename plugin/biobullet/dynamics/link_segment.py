@@ -50,7 +50,7 @@ from biobullet.constraints.loops import cross3, tree_kinematics
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
-from biobullet.spatial.dense import MASS_PIVOT_RATIO
+from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinate, massless_text
 
 _MASSLESS = 1e-12  # kg: a body this light is an intermediate link of a grouped joint
 
@@ -1314,10 +1314,13 @@ def solve(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool = True, pla
     x, xd = _tree_state(model, q, v, t)
     tau = None if tau is None else model.checked("tau", tau, model.nv)
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, planar=planar)
-    z = system.solve()
+    try:
+        z = system.solve()
+    except SolverError:
+        _singular(model.file, model, x)
     accelerations = accelerations_from_solution(system, z)
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(accelerations))):   # (gimbal lock: NaN readout)
-        _singular(model.file)
+        _singular(model.file, model, x)
     return accelerations, reactions_from_solution(system, z), system, z
 
 
@@ -1331,11 +1334,21 @@ def forward_dynamics(model, q, v, tau=None, t: float = 0.0, *, gyroscopic: bool 
 def _rates(model, x, xd, tau, options) -> np.ndarray:
     ok, _, _, _, _, rates = solve_kernel(structure(model).tables, _floats(x), _floats(xd), tau, options, _WANT_RATES)
     if not ok or not np.all(np.isfinite(rates)):
-        _singular(model.file)
+        _singular(model.file, model, x)
     return rates
 
 
-def _singular(file: str):
+def _singular(file: str, model=None, x=None):
+    """SolverError: the system is singular. Given the model and the tree state, the joint that moves no mass is
+    named where there is one — the reduced solve's own test (`spatial.dense.massless_coordinate` on the tree's M
+    and `CompiledModel.mass_floor_root`), run here on the error path only."""
+    if model is not None and x is not None and np.all(np.isfinite(x)):
+        from biobullet.algorithms.vectorized import mass_matrix_and_bias
+        mass = mass_matrix_and_bias(model, x)[0]   # (no joint functions or loops here: the tree's M is M)
+        index = massless_coordinate(mass, model.compiled.mass_floor_root, None)
+        if index is not None:
+            raise SolverError(f"{file}: the link-segment system is singular to round-off: "
+                              + massless_text(model.velocity_names, index, mass[index, index]))
     raise SolverError(f"{file}: the link-segment system is singular to round-off (a direction that moves no mass — "
                       "a point mass on its hinge's axis or on a ball joint turns freely about that line —, a hinge at "
                       "an inconsistent state, or a ball joint built from three axes at gimbal lock)")
@@ -1349,7 +1362,7 @@ def mass_and_bias(model, q, v, t: float = 0.0, *, gyroscopic: bool = True) -> tu
     ok, _, _, mass, bias, _ = solve_kernel(structure(model).tables, _floats(x), _floats(xd), _NO_FORCES,
                                            _options(gyroscopic, None), _WANT_MASS_AND_BIAS)
     if not ok or not (np.all(np.isfinite(mass)) and np.all(np.isfinite(bias))):
-        _singular(model.file)
+        _singular(model.file, model, x)
     model.derived[_KEPT_MASS] = (_floats(x).tobytes(), gyroscopic, mass.copy())
     return mass, bias
 
@@ -1391,7 +1404,7 @@ def inverse_dynamics(model, q, v, vdot, t: float = 0.0, *, gyroscopic: bool = Tr
     known = system.rhs[rows] - system.matrix[rows, :lay.force] @ z[:lay.force]
     unknown = _solve(np.hstack([system.matrix[rows, lay.force:], -system.inputs[rows]]), known, model.file)
     if not np.all(np.isfinite(unknown)):   # (gimbal lock: NaN inputs)
-        _singular(model.file)
+        _singular(model.file, model, x)
     z[lay.force:] = unknown[:lay.size - lay.force]
     tau = unknown[lay.size - lay.force:]
     system = assemble(model, x, xd, tau, gyroscopic=gyroscopic, state=st)

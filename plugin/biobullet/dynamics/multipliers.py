@@ -12,9 +12,12 @@ Conditioning. The tree's M over all joints may be near-singular where the constr
 links (a joint function's "unrot" joints on shoulder_rhythm: cond(M) ≈ 6e9) move almost no inertia but are held by
 their rows. The range-space solve goes through M⁻¹ and keeps only ≈ cond(M)·ε of ẍ (3e-7 rad/s² on shoulder_rhythm):
 noise at that level spoiled the implicit methods' finite-difference Jacobian (steps of 1.5e-8), and Radau crawled in
-steps of 3e-8 s until its work budget ran out. Where M's Cholesky pivots say so (`solve_method`), the accelerations
-solve the whole KKT matrix instead (LU), which is as well conditioned as the constrained system. (The projections
-stay on the range-space solve: their correction is small at the states they see, and so is its noise.)
+steps of 3e-8 s until its work budget ran out. Where M's Cholesky pivots say so (`SCHUR_PIVOT_RATIO`, tested on the
+range-space solve's own factor of M), the accelerations solve the whole KKT matrix instead (LU), which is as well
+conditioned as the constrained system. (The projections stay on the range-space solve: their
+correction is small at the states they see, and so is its noise.) A tree direction that moves no mass at all (its
+diagonal entry below `spatial.dense.MASS_FLOOR_RATIO` of its bound, as the reduced solve tests it) is solved by the
+KKT matrix where the rows hold it, and refused, naming the joint, where none does (`_kkt_solve`).
 """
 from __future__ import annotations
 
@@ -22,36 +25,46 @@ import numpy as np
 
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import (Corrector, check_rank, constrained_acceleration, factor_solve, mass_factor,
-                                         state_text)
+                                         state_text, unheld_massless)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics.formulation import JOINT, Formulation, register_formulation
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
+from biobullet.spatial.dense import massless_coordinate, massless_text
 
 DEFAULT_BAUMGARTE = (10.0, 10.0)
 #: the least ratio (smallest Cholesky pivot)² / (largest diagonal entry) of M for the range-space solve through M⁻¹;
-#: below it (cond(M) above ~10⁶: more than ~10⁻¹⁰ of ẍ lost) the whole KKT matrix is solved (`solve_method`)
+#: below it (cond(M) above ~10⁶: more than ~10⁻¹⁰ of ẍ lost) the whole KKT matrix is solved (`_kkt_solve`)
 SCHUR_PIVOT_RATIO = 1e-6
 
 
-def solve_method(mass: np.ndarray) -> str:
-    """"schur" where M is well conditioned (`SCHUR_PIVOT_RATIO`), else "kkt" (see the module docstring); "schur"
-    also where M has no Cholesky factor, so that the range-space solve reports it."""
-    try:
-        pivots = np.diagonal(np.linalg.cholesky(mass))
-    except np.linalg.LinAlgError:
-        return "schur"
-    return "schur" if float(np.min(pivots)) ** 2 >= SCHUR_PIVOT_RATIO * float(np.max(np.diagonal(mass))) else "kkt"
+def tree_direction_names(model) -> tuple[str, ...]:
+    """The name of each tree direction of ẋ (n_tangent): the floating base's and multi-DOF joints' velocity
+    names, then every 1-DOF joint."""
+    return model.velocity_names[:model.base_nv] + tuple(model.joint_names)
 
 
-def _kkt_solve(mass: np.ndarray, bias: np.ndarray, tau, jac: np.ndarray, target: np.ndarray, names, x, xd,
+def _kkt_solve(model, mass: np.ndarray, bias: np.ndarray, tau, jac: np.ndarray, target: np.ndarray, names, x, xd,
                t: float) -> tuple[np.ndarray, np.ndarray]:
-    """`constrained_acceleration` by the solve `solve_method` chooses; on the KKT path dependent rows are refused
-    first, as the range-space path refuses them (the KKT matrix would be singular)."""
-    method = solve_method(mass)
-    if method == "kkt":
+    """`constrained_acceleration`: the range-space solve where M's Cholesky pivots allow it (`SCHUR_PIVOT_RATIO`,
+    tested on the Schur kernel's own factor of M: M is factorised once), else the KKT matrix; on the KKT path
+    dependent rows are refused first, as the range-space path refuses them (the KKT matrix would be singular).
+
+    A tree direction that moves no mass (its diagonal entry not above its floor, `spatial.dense.MASS_FLOOR_RATIO`:
+    one compare per diagonal entry) makes M singular: where the rows hold it (`constraints.solve.unheld_massless`:
+    a massless link inside a loop, a massless joint a joint function drives) the KKT matrix is regular and solved
+    whole; where they do not, no acceleration of it is defined: SolverError naming the joint."""
+    floor = model.compiled.mass_floor_root
+    if massless_coordinate(mass, floor, None) is not None:
+        index = unheld_massless(mass, floor, jac)
+        if index is not None:
+            raise SolverError(f"{model.file}: formulation 'multipliers': "
+                              + massless_text(tree_direction_names(model), index, mass[index, index])
+                              + "; no constraint row holds it, at " + state_text(x, xd, t))
         check_rank(jac, names, x, t, xd)
-    return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t, method=method)
+        return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t, method="kkt")
+    return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t,
+                                    mass_ratio=SCHUR_PIVOT_RATIO)
 
 
 def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
@@ -63,14 +76,14 @@ def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
     alpha, beta = baumgarte
     corrector = Corrector.baumgarte(alpha, beta)
     if cset.n == 0:
-        return constrained_acceleration(mass, h, tau, np.zeros((0, len(xd))), np.zeros(0), x=x, t=t)
+        return _kkt_solve(model, mass, h, tau, np.zeros((0, len(xd))), np.zeros(0), (), x, xd, t)
     if cset.functions:
         phi, jac, phi_t, bias = cset.all_terms(x, xd, t)
     else:   # loops only (no Φ_t): the loop rows directly, without the generic stacking
         phi, jac, bias = loop_terms(model, cset.loops, x, xd)
         phi_t = None
     phi_dot = jac @ xd if phi_t is None else jac @ xd + phi_t
-    return _kkt_solve(mass, h, tau, jac, corrector.target(phi, phi_dot, bias), cset.names, x, xd, t)
+    return _kkt_solve(model, mass, h, tau, jac, corrector.target(phi, phi_dot, bias), cset.names, x, xd, t)
 
 
 def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:

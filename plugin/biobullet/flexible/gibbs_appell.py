@@ -200,10 +200,12 @@ class ElasticChain:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_model_file(cls, path: str | Path, **overrides: Any) -> "ElasticChain":
-        """Build from a URDF with `<flexible>` (and optional `<contact>`) elements; see gibbs_appell_io."""
+    def from_model_file(cls, path: str | Path, *, joint_limits: bool = True, **overrides: Any) -> "ElasticChain":
+        """Build from a URDF with `<flexible>` (and optional `<contact>`) elements; see gibbs_appell_io. The chain
+        has no joint stops: a URDF `<limit>` on its joints is refused (ModelError naming the joint), or ignored with
+        joint_limits=False (as `load_model(path, joint_limits=False)` ignores it)."""
         from biobullet.flexible.gibbs_appell_io import chain_from_model_file
-        return chain_from_model_file(cls, path, **overrides)
+        return chain_from_model_file(cls, path, joint_limits=joint_limits, **overrides)
 
     def compiled(self) -> Any:
         """The kernels of this chain's drop (`gibbs_appell_kernels.CompiledChain`, built once), or None when its

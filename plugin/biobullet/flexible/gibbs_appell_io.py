@@ -108,8 +108,25 @@ def refuse_ignored(desc: Any, file: str) -> None:
                          expected="fixed, with prismatic joints along x then y for a floating planar base")
 
 
-def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
-    """Parse `path` (see module docstring) into `cls` (ElasticChain); overrides go to the constructor."""
+def refuse_limits(file: str, joints: list[Any]) -> None:
+    """ModelError naming the first chain joint whose URDF `<limit>` the URDF engine makes a joint stop (a revolute or
+    prismatic joint with lower < upper: `forces.elements.limit_stops`): the elastic chain has no joint stops, so it
+    would run past the limit where the URDF engine (and the segmented model of the same file) stops."""
+    for joint in joints:
+        if joint.type in ("revolute", "prismatic") and joint.lower is not None and joint.upper is not None \
+                and joint.lower < joint.upper:
+            raise ModelError(f"joint {joint.name!r} has a URDF <limit> (lower {joint.lower:g}, upper {joint.upper:g}), "
+                             "which the URDF engine makes a joint stop; an elastic chain has no joint stops (the "
+                             "limit would be left out)", file=file, element=f'<joint name="{joint.name}"> <limit>',
+                             attribute="lower", expected="no limit on the chain's joints (a continuous joint, or "
+                             "lower > upper: PyBullet's 'no limit'), or ElasticChain.from_model_file(path, "
+                             "joint_limits=False) to run without it, as load_model(path, joint_limits=False) does")
+
+
+def chain_from_model_file(cls: type, path: str | Path, *, joint_limits: bool = True, **overrides: Any) -> Any:
+    """Parse `path` (see module docstring) into `cls` (ElasticChain); overrides go to the constructor.
+    joint_limits: a URDF `<limit>` on a chain joint is refused (`refuse_limits`); False: ignored, as
+    `load_model(path, joint_limits=False)` ignores it."""
     from biobullet.contact import friction_law_from_attributes, normal_law_from_attributes
     from biobullet.flexible.gibbs_appell import FlexibleLinkData, link_from_beam
     from biobullet.dynamics.api import model_from_file as load_model
@@ -132,6 +149,8 @@ def chain_from_model_file(cls: type, path: str | Path, **overrides: Any) -> Any:
             raise ModelError("chain joints must turn about z", file=file, element=f'<joint name="{j.name}">',
                              attribute="axis", expected="0 0 1")
     _check_chain_origins(file, prismatic, revolute)
+    if joint_limits:
+        refuse_limits(file, prismatic + revolute)
     chain_links = {j.child for j in revolute}
     for link in desc.links:   # (a tool on a fixed joint, a massive slider: left out of the chain without a word)
         if link.name not in chain_links and link.inertial is not None and link.inertial.mass > 0.0:

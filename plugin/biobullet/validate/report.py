@@ -1,10 +1,13 @@
 """`validate_model`: every registered formulation against every oracle, on random states.
 
-Relative error of one quantity = max|ours − oracle| / max(max|oracle|, 1): relative for large entries,
-absolute (in SI units) for entries below 1, so that near-zero quantities do not blow the ratio up. A check
-passes when max_rel_error ≤ its tolerance: `tol` for Pinocchio; for PyBullet max(tol, PYBULLET_FACTOR · ε),
-where ε (kg·m²) is how far PyBullet's own stored inertias (it diagonalises every tensor, with a loose
-eigen-solver threshold) are from the file — measured per model, 0 for diagonal tensors.
+Relative error of one quantity = max|ours − oracle| over the samples / its scale: the oracle's largest entry over
+the samples, at least the quantity's physical scale (`_Accumulator`, `physical_scales`) — M: none (its diagonal is
+its scale: a 1 mm, 1 g robot is judged relatively); h: m·|g|·L of the bodies (bias forces that are round-off at
+every sample, r2d2's, are not divided by themselves); q̈: that over M's largest diagonal entry; inertias, Jacobians
+and link velocities: 1 (absolute in SI units below it). A check passes when max_rel_error ≤ its tolerance: `tol`
+for Pinocchio; for PyBullet max(tol, PYBULLET_FACTOR · ε · max(scale, 1) / scale), where ε (kg·m²) is how far
+PyBullet's own stored inertias (it diagonalises every tensor, with a loose eigen-solver threshold) are from the
+file — measured per model, 0 for diagonal tensors — an absolute error in SI units below a scale of 1, as before.
 """
 from __future__ import annotations
 
@@ -90,14 +93,41 @@ class ValidationReport:
             lines.append(f"{c.quantity:<{wq}} {c.formulation:<{wf}} {c.oracle:<{wo}} {c.max_abs_error:>10.2e} "
                          f"{c.max_rel_error:>10.2e} {c.tolerance:>8.0e}  {'yes' if c.ok else 'NO'}"
                          + (f"  ({c.error})" if c.error else ""))
+        lines.append(REL_TEXT)
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
+#: the scale of a quantity without a physical one of its own (`physical_scales`): SI units, absolute below it
+UNIT_SCALE = 1.0
+#: what a report's table says the "max rel" column is
+REL_TEXT = ("max rel = |ours − oracle| / the oracle's largest entry over the samples, at least m·|g|·L of the bodies "
+            "for h, that over M's largest diagonal entry for q̈, and 1 for inertias, Jacobians and velocities")
+
+
+def physical_scales(model) -> dict[str, float]:
+    """The least scale of each compared quantity: M none (its own entries), h the gravity moment m·|g|·L of the
+    bodies (m the total mass, L the model's reach: Σ |joint origins| + Σ |centres of mass|, as the massless floor
+    takes it, `spatial.dense.direction_mass_bounds`), q̈ that over the largest M entry a body can give (m L² +
+    Σ trace I_c), the others UNIT_SCALE. 0 where the model has no mass or no gravity (then the oracle's own entries)."""
+    bodies = model.bodies
+    reach = sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
+    mass = sum(float(b.mass) for b in bodies)
+    moment = float(np.linalg.norm(model.gravity)) * mass * reach
+    inertia = mass * reach * reach + sum(float(np.trace(b.inertia_com)) for b in bodies)
+    with np.errstate(all="ignore"):
+        scales = {"mass_matrix": 0.0, "bias_forces": moment, "forward_dynamics": moment / inertia if inertia else 0.0}
+    return {key: value if math.isfinite(value) else 0.0 for key, value in scales.items()}
+
+
 class _Accumulator:
-    def __init__(self) -> None:
+    """max|ours − oracle| (`abs`) and the oracle's largest entry (`peak`) per key over the samples; `rel` = abs /
+    max(peak, the quantity's scale: `scales`, else UNIT_SCALE)."""
+
+    def __init__(self, scales: dict[str, float] | None = None) -> None:
         self.abs: dict[tuple[str, str, str], float] = {}
-        self.rel: dict[tuple[str, str, str], float] = {}
+        self.peak: dict[tuple[str, str, str], float] = {}
+        self.scales = scales or {}
         self.errors: dict[tuple[str, str, str], str] = {}
 
     def add(self, key, ours, oracle) -> None:
@@ -105,12 +135,20 @@ class _Accumulator:
         diff = float(np.abs(ours - oracle).max(initial=0.0)) if ours.shape == oracle.shape else np.inf
         if not np.isfinite(diff):
             diff = np.inf
-        rel = diff / max(float(np.abs(oracle).max(initial=0.0)), 1.0)
         self.abs[key] = max(self.abs.get(key, 0.0), diff)
-        self.rel[key] = max(self.rel.get(key, 0.0), rel)
+        self.peak[key] = max(self.peak.get(key, 0.0), float(np.abs(oracle).max(initial=0.0)))
+
+    def scale(self, key) -> float:
+        """What `key`'s error is divided by (> 0)."""
+        scale = max(self.peak.get(key, 0.0), self.scales.get(key[0], UNIT_SCALE))
+        return scale if scale > 0.0 else UNIT_SCALE
+
+    @property
+    def rel(self) -> dict[tuple[str, str, str], float]:
+        return {key: value / self.scale(key) for key, value in self.abs.items()}
 
     def fail(self, key, message: str) -> None:
-        self.abs[key], self.rel[key] = np.inf, np.inf
+        self.abs[key] = np.inf
         self.errors.setdefault(key, message)
 
 
@@ -268,7 +306,7 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
                             for name in _formulations() if name not in formulations)
     else:
         formulations = list(formulations)
-    acc = _Accumulator()
+    acc = _Accumulator(physical_scales(model))
     t = 0.0
     inertia_tolerance = {"pinocchio": tol, "pybullet": PYBULLET_INERTIA_TOLERANCE}
     for oracle in built:
@@ -367,13 +405,17 @@ def validate_model(model, *, samples: int = 10, seed: int = 0, tol: float = 1e-9
             getattr(oracle, "close", lambda: None)()
     if skipped_dynamics:
         report.notes.append(f"forward dynamics skipped in {skipped_dynamics} of {samples} samples")
-    tolerances = {o.name: max(tol, PYBULLET_FACTOR * getattr(o, "inertia_error", 0.0)) for o in built}
+    tolerances = {o.name: PYBULLET_FACTOR * getattr(o, "inertia_error", 0.0) for o in built}
     oracle_epsilon = {o.name: getattr(o, "inertia_error", 0.0) for o in built}
     kinematic_tolerance = {o.name: getattr(o, "kinematic_tolerance", 0.0) for o in built}
+    relative = acc.rel
     for key in acc.abs:
         qty, name, oracle_name = key
-        rel = acc.rel[key]
-        limit = inertia_tolerance.get(oracle_name, tol) if qty == "spatial_inertia" else tolerances[oracle_name]
+        rel = relative[key]
+        # PyBullet's inertia error ε is absolute (kg·m²): below a scale of 1 it stays an absolute bound, as before
+        scale = acc.scale(key)
+        limit = (inertia_tolerance.get(oracle_name, tol) if qty == "spatial_inertia"
+                 else max(tol, tolerances[oracle_name] * max(scale, 1.0) / scale))
         if qty == "link_velocity":
             limit = max(limit, kinematic_tolerance.get(oracle_name, 0.0))
         if qty == "forward_dynamics":
@@ -395,28 +437,40 @@ def _inertia_difference(ours: np.ndarray, theirs: np.ndarray | None) -> float:
 #: forward dynamics: q̈ of two implementations differ by round-off of M and h (a few ε each) times cond(M);
 #: measured 1.1e-17·cond on iCub (cond 1.5e10, 38 DOF): 1e-15 leaves a 100× margin
 FD_ROUNDOFF = 1e-15
-#: relative singularity threshold of the mass matrix (eigenvalues below it times its largest diagonal entry)
+#: relative singularity threshold of the mass matrix: the smallest eigenvalue of M scaled by each direction's own
+#: inertia (D^-½ M D^-½, D = diag M: unit diagonal) below it is singular. Per direction, not against M's largest
+#: entry: a 1e-6 kg sensor on a 10 kg arm (cond(M) 1.4e13) is regular — its own diagonal entry is its scale, as
+#: for the solve's massless floor (`spatial.dense.MASS_FLOOR_RATIO`), which decides first
 SINGULAR = 1e-12
 
 
 def _joints_moving_no_mass(model, q, t: float) -> tuple[str | None, float, float]:
     """(None, smallest, largest eigenvalue) if M(q) is positive definite; else (which generalized velocities move
-    no mass (the solve's test: `spatial.dense.massless_coordinate`), smallest, largest eigenvalue)."""
+    no mass (the solve's test: `spatial.dense.massless_coordinate`), smallest, largest eigenvalue). Singular: a
+    coordinate below its massless floor, or the Jacobi-scaled M's smallest eigenvalue not above SINGULAR."""
     mass = model.mass_matrix(q, t, formulation="reduced")
     if mass.size == 0:
         return None, 0.0, 0.0
-    scale = max(float(np.abs(np.diag(mass)).max()), 1e-300)
     eigenvalues = np.linalg.eigvalsh(mass)
     smallest, largest = float(eigenvalues[0]), float(eigenvalues[-1])
-    if smallest > SINGULAR * scale:
-        return None, smallest, largest
+    diagonal = np.diagonal(mass)
+    if np.all(diagonal > 0.0):
+        root = 1.0 / np.sqrt(diagonal)
+        with np.errstate(all="ignore"):
+            scaled = np.linalg.eigvalsh(mass * root[:, None] * root[None, :])[0]
+        if scaled > SINGULAR and not _massless_names(model, q, t, mass):
+            return None, smallest, largest
     return _still_message(model, q, t, mass), smallest, largest
 
 
-def _still_message(model, q, t: float, mass: np.ndarray) -> str:
-    # the solve's own test of a coordinate that moves no mass (`spatial.dense.massless_coordinate`)
+def _massless_names(model, q, t: float, mass: np.ndarray) -> list[str]:
+    """The coordinates the solve refuses as moving no mass (`spatial.dense.massless_coordinate`)."""
     gradient = None if model.coordinate_map.identity else model.joint_state(q, np.zeros(model.nv), t)[2]
-    still = [model.velocity_names[k] for k in massless_coordinates(mass, model.compiled.mass_floor_root, gradient)]
+    return [model.velocity_names[k] for k in massless_coordinates(mass, model.compiled.mass_floor_root, gradient)]
+
+
+def _still_message(model, q, t: float, mass: np.ndarray) -> str:
+    still = _massless_names(model, q, t, mass)
     if still:
         return (f"joints moving no mass (every link they move is massless): {', '.join(still[:10])}"
                 f"{' …' if len(still) > 10 else ''}; M is singular and q̈ undefined for them")

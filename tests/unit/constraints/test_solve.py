@@ -46,7 +46,7 @@ def test_paths_equal_the_dense_kkt_solution(n, m):
     assert np.abs(xdd - xdd_ref).max() <= 1e-10 * scale and np.abs(lam - lam_ref).max() <= 1e-10 * scale
     xdd, lam = np.empty(n), np.empty(m)
     rows = solve.ConstraintRows(jac, phi, np.zeros(m), True, np.zeros(m), corrector.kp, corrector.kd)
-    status = solve.schur_solve(mass, bias, tau, True, rows, xd, solve.PIVOT_CHECK, xdd, lam)
+    status = solve.schur_solve(mass, bias, tau, True, rows, xd, solve.PIVOT_CHECK, 0.0, xdd, lam)
     assert status == 0
     assert np.abs(xdd - xdd_ref).max() <= 1e-10 * scale and np.abs(lam - lam_ref).max() <= 1e-10 * scale
     const = solve.null_space_basis(jac, offset)
