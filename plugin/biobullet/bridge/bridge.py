@@ -1067,7 +1067,9 @@ class Bridge:
             else:
                 x, xd = self._read_state()
                 if self._rows_fast and tau is None and generalized is None and muscles is None and not self.motors \
-                        and watch.kernel_checks:   # the watch's check and the rows' solve in one call
+                        and (self._kernel_forces_only or not self._kernel_forces_for) and watch.kernel_checks:
+                    # the watch's check and the rows' solve in one call (force elements as the last look found
+                    # them: none, or the kernel's own — else the force stage, which takes the watch's peak)
                     torque = self._apply_checked_rows(x, xd)
                     if torque is not None:
                         return torque
