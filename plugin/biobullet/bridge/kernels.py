@@ -428,15 +428,24 @@ def loop_torque_kernel():
                                                        **_skip_bindings()})
 
 
+#: the rows kernels' status when the watch's state check before the solve (`bridge.outside._clean_step_py`) did not
+#: find a clean step: nothing was solved — the watch looks at the state in Python (`OutsideWatch.observe`), then
+#: the stage solves
+UNWATCHED = 11
+
+
 class RowsRecord(NamedTuple):
     """A bridge's constants of `_rows_torque_py`, passed by address (`at_kernel`): the tree, the function rows
     (`joint_jets.FunctionTable`), M and h (work arrays: the own recursions write them, else the bridge copies
-    PyBullet's in) and the step gains."""
+    PyBullet's in), the step gains, and the watch's state check before the solve (`outside.WatchedRows`; its
+    max |ẋ|, max |x| written to peaks)."""
     tree: TreeModel
     functions: tuple
     mass: np.ndarray
     bias: np.ndarray
     gains: StepGains
+    watched: tuple
+    peaks: np.ndarray
 
 
 class LoopRecord(NamedTuple):
@@ -447,6 +456,8 @@ class LoopRecord(NamedTuple):
     mass: np.ndarray
     bias: np.ndarray
     gains: StepGains
+    watched: tuple
+    peaks: np.ndarray
 
 
 class ReadRecord(NamedTuple):
@@ -458,25 +469,36 @@ class ReadRecord(NamedTuple):
     mass: np.ndarray
     bias: np.ndarray
     gains: StepGains
+    watched: tuple
+    peaks: np.ndarray
     spherical: np.ndarray
     joints: np.ndarray
 
 
-def _rows_at_py(address, tau, t, x, xd, xdd, out):
-    """`_rows_torque_py` with the `RowsRecord` at address; its status."""
+def _rows_at_py(address, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance):
+    """`_rows_torque_py` with the `RowsRecord` at address; its status. With jump_tolerance ≥ 0 the watch's check of
+    the state against the last step (x_n, ẋ_n, ẍ_n: prev_*) first: UNWATCHED, nothing solved, unless a clean step
+    (`outside._clean_step_py`)."""
     r = _RECORD(address)
+    if jump_tolerance >= 0.0 and not _CLEAN(x, xd, prev_x, prev_v, prev_xdd, r.gains.dt, r.gains.weight, r.watched,
+                                            jump_tolerance, r.peaks):
+        return UNWATCHED
     return _rows_torque(r.tree, r.functions, r.mass, r.bias, tau, t, x, xd, r.gains, xdd, out)
 
 
-def _loop_at_py(address, tau, t, x, xd, xdd, out):
-    """`_loop_torque_py` with the `LoopRecord` at address; its status."""
+def _loop_at_py(address, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance):
+    """`_loop_torque_py` with the `LoopRecord` at address, after the watch's check as `_rows_at_py`; its status."""
     r = _RECORD(address)
+    if jump_tolerance >= 0.0 and not _CLEAN(x, xd, prev_x, prev_v, prev_xdd, r.gains.dt, r.gains.weight, r.watched,
+                                            jump_tolerance, r.peaks):
+        return UNWATCHED
     return _loop_torque(r.tree, r.functions, r.loops, r.mass, r.bias, tau, t, x, xd, r.gains, xdd, out)
 
 
-def _read_rows_py(address, raw, tau, t, x, xd, xdd, out):
+def _read_rows_py(address, raw, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance):
     """`_rows_torque_py` on PyBullet's raw state with the `ReadRecord` at address: (x, ẋ) from `raw`
-    (`conventions.PyBulletMap.raw_state`, converted by `conventions.state_kernel` into x and ẋ), the rows kernel,
+    (`conventions.PyBulletMap.raw_state`, converted by `conventions.state_kernel` into x and ẋ), the watch's check
+    as `_rows_at_py` (UNWATCHED: nothing solved), the rows kernel,
     then — when the solve stood (status 0 or END_MISSED) — the torques as PyBullet takes them into r.spherical
     (R_iᵀ τ per spherical joint, `conventions.spherical_torques_kernel`) and r.joints (the 1-DOF joints' τ); a
     floating base's wrench stays in out. The status of `_rows_torque_py`."""
@@ -484,6 +506,9 @@ def _read_rows_py(address, raw, tau, t, x, xd, xdd, out):
     conversion = r.conversion
     _convert(raw, conversion.floating, conversion.base_conjugate, conversion.offset, conversion.conjugations,
              conversion.rotations, conversion.starts, x, xd)
+    if jump_tolerance >= 0.0 and not _CLEAN(x, xd, prev_x, prev_v, prev_xdd, r.gains.dt, r.gains.weight, r.watched,
+                                            jump_tolerance, r.peaks):
+        return UNWATCHED
     status = _rows_torque(r.tree, r.functions, r.mass, r.bias, tau, t, x, xd, r.gains, xdd, out)
     if status == 0 or status == END_MISSED:
         _spherical_torques(out, conversion.rotations, conversion.starts, r.spherical)
@@ -494,15 +519,50 @@ def _read_rows_py(address, raw, tau, t, x, xd, xdd, out):
     return status
 
 
+class PlainRecord(NamedTuple):
+    """The constants of `_plain_read_py`: the state conversion (`conventions.StateConversion`), the entries the
+    watch's plain check tests from (jb, vb: after a floating base and the spherical joints), a floating base's COM
+    offset p_i (empty without one) and the check's max |ẋ|, max |x| (peaks, written)."""
+    conversion: tuple
+    jb: int
+    vb: int
+    offset: np.ndarray
+    peaks: np.ndarray
+
+
+def _plain_read_py(address, raw, x, xd, prev_x, prev_v, dt, weight, jump_tolerance):
+    """The plan without rows on a floating base or spherical joints (`Bridge._apply_plain`): (x, ẋ) from PyBullet's
+    raw state (`conventions.state_kernel`), then the watch's plain check against the last step (x_n, ẋ_n: prev_*;
+    `outside.plain_check_kernel`) with the `PlainRecord` at address — one call from Python instead of two. Returns
+    True for a moving body's step (no jump, not blind, not the same state, finite, no runaway: what
+    `OutsideWatch.check_runaway` passes after its one test; peaks ← max |ẋ|, max |x|), else False: the watch
+    looks at (x, ẋ) itself."""
+    r = _RECORD(address)
+    conversion = r.conversion
+    _convert(raw, conversion.floating, conversion.base_conjugate, conversion.offset, conversion.conjugations,
+             conversion.rotations, conversion.starts, x, xd)
+    peak_v, peak_x, same, code = _PLAIN_CHECK(x, xd, prev_x, prev_v, r.jb, r.vb, dt, weight, jump_tolerance, r.offset)
+    r.peaks[0] = peak_v
+    r.peaks[1] = peak_x
+    return not (code != 0 or same) and peak_v <= _RUNAWAY_RATE and peak_x <= _POSITION_LIMIT
+
+
 def _at_bindings(record) -> dict:
     """The callees of the kernel `at_kernel` gives for `record`."""
+    from biobullet.bridge.outside import clean_step_kernel
+    if isinstance(record, PlainRecord):
+        from biobullet.bridge.lifecycle import RUNAWAY_RATE
+        from biobullet.bridge.outside import POSITION_LIMIT, plain_check_kernel
+        from biobullet.conventions import state_kernel
+        return {"_convert": state_kernel(), "_PLAIN_CHECK": plain_check_kernel(), "_RUNAWAY_RATE": RUNAWAY_RATE,
+                "_POSITION_LIMIT": POSITION_LIMIT}
     if isinstance(record, LoopRecord):
-        return {"_loop_torque": loop_torque_kernel()}
+        return {"_loop_torque": loop_torque_kernel(), "_CLEAN": clean_step_kernel()}
     if isinstance(record, ReadRecord):
         from biobullet.conventions import spherical_torques_kernel, state_kernel
         return {"_rows_torque": rows_torque_kernel(), "_convert": state_kernel(),
-                "_spherical_torques": spherical_torques_kernel()}
-    return {"_rows_torque": rows_torque_kernel()}
+                "_spherical_torques": spherical_torques_kernel(), "_CLEAN": clean_step_kernel()}
+    return {"_rows_torque": rows_torque_kernel(), "_CLEAN": clean_step_kernel()}
 
 
 def at_kernel(record) -> tuple:
@@ -514,7 +574,8 @@ def at_kernel(record) -> tuple:
     import hashlib
     from biobullet.core.jit_pair import pack_record, record_reader, record_type
     from biobullet.muscles.dynamics import NoFields
-    function = {LoopRecord: _loop_at_py, ReadRecord: _read_rows_py}.get(type(record), _rows_at_py)
+    function = {LoopRecord: _loop_at_py, ReadRecord: _read_rows_py, PlainRecord: _plain_read_py}.get(type(record),
+                                                                                                  _rows_at_py)
     layout = (hashlib.sha256(str(record_type(record, NoFields())).encode()).hexdigest()[:16] if jit.compiling()
               else "")
     kernel = jit.compiled(function, variant=f"record_{layout}" if layout else "", nogil=False,

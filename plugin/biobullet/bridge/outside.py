@@ -8,7 +8,8 @@ time step or sub-steps, `resetJointState` — happens where the solve cannot see
 it (motor settings, external forces), so the bridge does not try to read the settings: it reads their *effect*.
 After a clean step PyBullet's state is exactly the semi-implicit Euler step of the bridge's own prediction
 (ẋ_{n+1} = ẋ_n + dt ẍ, x_{n+1} = x_n + dt ẋ_{n+1}; equal to round-off, docs/bridge.md); every `apply()` compares
-(`_surprise_py`, one compiled call, ≈ 1 µs per step):
+(`_surprise_py`, one compiled call, ≈ 1 µs per step; at the start of the rows kernels' call where they follow,
+`_clean_step_py`, which hand every step that is not clean back to `observe`):
 
 * **positions jumped** (x_{n+1} ≠ x_n + dt ẋ_{n+1}): a reset (`resetJointState`, `resetJointStatesMultiDof`), or
   a changed time step / sub-steps. The dependent joints follow their inputs at once (projection below); a reset of
@@ -20,7 +21,8 @@ After a clean step PyBullet's state is exactly the semi-implicit Euler step of t
   the clock and sends the difference, as PyBullet adds TORQUE_CONTROL torques up until its step).
 
 A model without rows has nothing to project: its bridge asks only for the runaway check (`check_runaway`, one
-compiled call, which also tells a repeated apply()).
+compiled call, which also tells a repeated apply(); on a floating base or spherical joints inside the state
+conversion's call, `bridge.kernels._plain_read_py`, a moving body's step recorded by `clean`).
 
 Feeding the read-back force (inverse dynamics of the observed step minus the torque sent) forward into the next solve
 was tried and dropped: a PyBullet motor, contact or constraint reacts to the bridge's torques inside the step and the
@@ -302,6 +304,35 @@ def native_loops_cause(loops) -> tuple[str, str, str]:
             "native_loops")
 
 
+def _clean_step_py(x, xd, prev_x, prev_v, prev_xdd, dt, weight, watched, jump_tolerance, peaks):
+    """Whether the state read (x, ẋ) is a clean step after the last one (x_n, ẋ_n, its ẍ), as `OutsideWatch.observe`
+    takes one with nothing to do: `_surprise_py` finds nothing — no jump, not blind, velocities as predicted, not
+    the same state, a floating base's COM as stepped — and the state is finite and no runaway. peaks ← (max |ẋ|,
+    max |x|). The rows kernels run it before their solve (`bridge.kernels`: the watch's check and the solve in one
+    call from Python); False sends the step through `observe`."""
+    disturbed, code, peak_v, peak_x, same, base = _SURPRISE(x, xd, prev_x, prev_v, prev_xdd, bool(True), dt, weight,
+                                                            watched, jump_tolerance)
+    peaks[0] = peak_v
+    peaks[1] = peak_x
+    return not (disturbed or same or base or code != 0) and peak_v <= RUNAWAY_RATE and peak_x <= POSITION_LIMIT
+
+
+def clean_step_kernel():
+    """The compiled `_clean_step_py` (compiled or loaded from the cache on first use)."""
+    return jit.compiled(_clean_step_py, bind={"_SURPRISE": surprise_kernel()})
+
+
+def watched_rows(bridge) -> WatchedRows:
+    """The `WatchedRows` of a bridge: its constant rows (`Bridge.linear`; none on the rows kernels' paths) or a
+    floating base's COM offset p_i."""
+    model, linear = bridge.model, bridge.linear
+    jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
+                   if linear is not None else (np.zeros((0, model.n_config)), np.zeros(0)))
+    if model.floating_base:   # (no constant rows there)
+        offset = np.array(bridge.map.inertial_position, dtype=float)
+    return WatchedRows(int(model.base_nq), int(model.base_nv), 3 if model.floating_base else 0, jac, offset)
+
+
 def massless_cause(name: str) -> tuple[str, str, str]:
     """(cause, remedy, warning key) of a link given mass 0 by changeDynamics: what no step can hold, named once
     by whichever check sees it first (the watch, or the step-end Newton correction that cannot converge)."""
@@ -381,15 +412,10 @@ class OutsideWatch:
         self.weight = substep_weight(bridge.substeps)
         self._dependent = np.setdiff1d(np.arange(model.n_joints), np.asarray(model.coordinate_map.independent, int))
         # constant rows (the null-space paths return no ẍ): the kernel checks them instead
-        linear = bridge.linear
-        n = model.n_config
-        jac, offset = ((np.ascontiguousarray(linear[0], dtype=float), np.ascontiguousarray(linear[1], dtype=float))
-                       if linear is not None else (np.zeros((0, n)), np.zeros(0)))
+        self._watched = watched_rows(bridge)
         #: a floating base's COM offset p_i (root-link frame; empty without one): the position tests' base test and
         #: `_surprise_py`'s base-velocity test
-        self._offset = (np.array(bridge.map.inertial_position, dtype=float) if self.floating else np.zeros(0))
-        self._watched = WatchedRows(int(self.jb), int(self.vb), int(self.skip), jac,
-                                    self._offset if self.floating else offset)   # (no constant rows there)
+        self._offset = self._watched.offset if self.floating else np.zeros(0)
         self._check = jit.direct_entry(surprise_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
                                        self.prev_v, False, 1e-3, 1.0, self._watched, JUMP_TOLERANCE)
         self._runaway = jit.direct_entry(plain_check_kernel(), self.prev_x, self.prev_v, self.prev_x, self.prev_v,
@@ -527,6 +553,20 @@ class OutsideWatch:
         self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
+    @property
+    def kernel_checks(self) -> bool:
+        """Whether this apply()'s state check may run inside the rows kernel before its solve (`_clean_step_py`,
+        then `clean`): armed (a step was sent since the last reset), no sub-steps (the jump tolerance is
+        JUMP_TOLERANCE) and no loops whose clean steps `observe` measures."""
+        return self.armed and self.weight == 1.0 and not self.loops
+
+    def clean(self, peaks: np.ndarray) -> None:
+        """`observe` of a state the rows kernel found a clean step (`_clean_step_py`; peaks: its max |ẋ|, max |x|):
+        the record of this apply(), nothing else to do."""
+        self.repeated = self.jumped = False
+        self.peak_v, self.peak = peak_v, peak_x = peaks.tolist()
+        self.resting = self.bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+
     def sent(self, x, xd, xdd=None) -> None:
         """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references); mark a
         step at an exact rest (`_mark`)."""
