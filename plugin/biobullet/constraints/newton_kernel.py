@@ -372,21 +372,19 @@ def _keep_fixed_point_py(loop, k, theta, small, inverse, jk, condition):
     after that correction (the key), with the factor Φ_dep⁻¹, Φ_kn and cond₁ of that residual's point; cleared otherwise. A call at the
     key takes them instead of solving: a solve there would stop at once too and use Φ_θ of a point that far
     apart, so G, θ̇ and γ agree with a solve's to round-off."""
-    fixed, inverses, jacobians = loop.fixed, loop.inverses, loop.jacobians
+    fixed = loop.fixed
     fixed[k, 0] = 1.0 if small else 0.0
     if small:
-        keys = loop.keys
+        keys, inverses, jacobians = loop.keys, loop.inverses, loop.jacobians
+        nd, nk = jk.shape
         for j in range(theta.shape[0]):
             keys[k, j] = theta[j]
-    # the factor and Φ_kn always: a later call at this call's state (`joint_state_stage_py`'s kept positions) takes
-    # its rates from them (`_loop_rates_py`), kept point or not
-    nd, nk = jk.shape
-    for i in range(nd):
-        for m in range(nd):
-            inverses[k, i, m] = inverse[i, m]
-        for j in range(nk):
-            jacobians[k, i, j] = jk[i, j]
-    fixed[k, 1] = condition
+        for i in range(nd):
+            for m in range(nd):
+                inverses[k, i, m] = inverse[i, m]
+            for j in range(nk):
+                jacobians[k, i, j] = jk[i, j]
+        fixed[k, 1] = condition
 
 
 def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
@@ -489,6 +487,7 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
             _keep_fixed_point(loop, k, theta, norm <= 1e-3 * tolerance, inverse, jk, condition)
     # G, θ̇ (−Φ_dep⁻¹ (Φ_kn x_kn), the order of `resolve`), then γ from one kinematics pass with rates
     no_extra[:] = 0.0
+    no_known[:] = 0.0
     for c in range(nq):
         for j in range(nk):
             values[j] = gradient[known[j], c]
@@ -496,7 +495,38 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
         for i in range(nd):
             gradient[dep[i], c] = part[i]
     if rates:
-        _loop_rates(loop, k, theta, rate, gamma, inverse, jk)
+        for j in range(nk):
+            values[j] = rate[known[j]]
+        _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
+        for i in range(nd):
+            rate[dep[i]] = part[i]
+        # the rows' bias b into the work arrays (Φ_θ not asked: `jac` above is not overwritten), from the tree
+        # kinematics with rates into the record's arrays: the bodies' velocities on the last residual's placements
+        # where θ is that residual's to round-off (PLACED_ROUND_OFF: the solve's last correction, or the same state
+        # again), else placements too (bool(): not a literal, so the kinematics kernel keeps one specialisation)
+        n_rows = loop.n_rows[k]
+        bias = loop.bias[:n_rows]
+        rot, pos, sub, vel, acc, placed = loop.rot, loop.pos, loop.sub, loop.vel, loop.acc, loop.placed
+        near = True
+        for j in range(theta.shape[0]):
+            if not abs(theta[j] - placed[j]) <= PLACED_ROUND_OFF:   # (NaN: never placed)
+                near = False
+                break
+        if near:
+            _BODY_RATES(loop.meta, rate, sub, vel, acc)
+        else:
+            _KIN_INTO(loop.meta, loop.body, theta, rate, bool(True), rot, pos, sub, vel, acc, loop.loc, loop.jr)
+            for j in range(theta.shape[0]):
+                placed[j] = theta[j]
+        _ROWS_INTO(loop, k, (rot, pos, sub, vel, acc), bool(False), bool(True),
+                   (loop.phi[:n_rows], loop.jac[:n_rows], bias, loop.rows_work, loop.jl))
+        # −Φ_dep⁻¹ b: the curvature of the new solution
+        _dependent_part_into(inverse, jk, no_known, bias, tmp, h)
+        for j in range(nk):
+            values[j] = gamma[known[j]]
+        _dependent_part_into(inverse, jk, values, bias, tmp, part)
+        for i in range(nd):
+            gamma[dep[i]] = part[i]
     # the new warm start: (θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, condition), the curvature along a direction
     # u of the known joints where it is not zero: with rates, along the known rate (h above); without (the mass
     # matrix), along this call's input change δ by the secant of the last solution (`secant_curvature_py`): the
@@ -509,104 +539,27 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
             sensitivity[s0 + i * nk + j] = -s
     # (a mass-matrix call at the warm start's own known joints, e.g. after h at one state, leaves its curvature:
     # still that of this solution)
-    if rates:
-        for j in range(nk):
-            values[j] = rate[known[j]]
-        _warm_curvature(loop, k, values, h)
-    elif jump != 0.0:   # (the secant reads the last solution: before dep0 is overwritten)
+    same = not rates and jump == 0.0
+    if not rates and not same:
         _secant_curvature(sensitivity[s0:s0 + nd * nk], dep0[d0:d1], theta, dep, delta, h)
-        _warm_curvature(loop, k, delta, h)
+    uu = 0.0
     for j in range(nk):
         known0[k0 + j] = theta[known[j]]
+        direction = rate[known[j]] if rates else delta[j]
+        uu += direction * direction
+        if not same:
+            u0[k0 + j] = direction
+    finite = uu < np.inf   # (NaN fails too)
     for i in range(nd):
         dep0[d0 + i] = theta[dep[i]]
-    loop.condition[k] = condition
-    return 0
-
-
-def _warm_curvature_py(loop, k, direction, h):
-    """Warm start k's curvature: h (nd) along the known joints' direction u = `direction` (nk): u0, h0 and
-    `curved` (a non-finite or zero u or h is not kept: an overflowing rate would poison every later prediction)."""
-    k0, d0 = loop.known_start[k], loop.dep_start[k]
-    u0, h0 = loop.u0, loop.h0
-    uu = 0.0
-    for j in range(direction.shape[0]):
-        u = direction[j]
-        uu += u * u
-        u0[k0 + j] = u
-    finite = uu < np.inf   # (NaN fails too)
-    for i in range(h.shape[0]):
         finite = finite and abs(h[i]) < np.inf
-        h0[d0 + i] = h[i]
-    loop.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
-
-
-def _loop_rates_py(loop, k, theta, rate, gamma, inverse, jk):
-    """Loop set k's rates at its solution θ (the known joints' rates and γ set): θ̇_dep = −Φ_dep⁻¹ Φ_kn θ̇_kn into
-    `rate`, then the rows' bias b from the tree kinematics with rates, γ_dep = −Φ_dep⁻¹ (Φ_kn γ_kn + b) into
-    `gamma`, and the solution's curvature along the known rate, −Φ_dep⁻¹ b, into the record's scratch (`h`, slot
-    4 of `_loop_newton_py`'s). `inverse` = Φ_dep⁻¹, `jk` = Φ_kn at θ."""
-    d0, d1 = loop.dep_start[k], loop.dep_start[k + 1]
-    k0, k1 = loop.known_start[k], loop.known_start[k + 1]
-    dep, known = loop.dep[d0:d1], loop.known[k0:k1]
-    nd, nk = d1 - d0, k1 - k0
-    scratch = loop.scratch
-    tmp, part, h, no_extra = (scratch[2 * nd:3 * nd], scratch[3 * nd:4 * nd], scratch[4 * nd:5 * nd],
-                              scratch[5 * nd:6 * nd])
-    values, no_known = scratch[6 * nd + nk:6 * nd + 2 * nk], scratch[6 * nd + 2 * nk:6 * nd + 3 * nk]
-    no_extra[:] = 0.0
-    no_known[:] = 0.0
-    for j in range(nk):
-        values[j] = rate[known[j]]
-    _dependent_part_into(inverse, jk, values, no_extra, tmp, part)
-    for i in range(nd):
-        rate[dep[i]] = part[i]
-    # the rows' bias b into the work arrays (Φ_θ not asked: the caller's Φ_θ is not overwritten), from the tree
-    # kinematics with rates into the record's arrays: the bodies' velocities on the last residual's placements
-    # where θ is that residual's to round-off (PLACED_ROUND_OFF: the solve's last correction, or the same state
-    # again), else placements too (bool(): not a literal, so the kinematics kernel keeps one specialisation)
-    n_rows = loop.n_rows[k]
-    bias = loop.bias[:n_rows]
-    rot, pos, sub, vel, acc, placed = loop.rot, loop.pos, loop.sub, loop.vel, loop.acc, loop.placed
-    near = True
-    for j in range(theta.shape[0]):
-        if not abs(theta[j] - placed[j]) <= PLACED_ROUND_OFF:   # (NaN: never placed)
-            near = False
-            break
-    if near:
-        _BODY_RATES(loop.meta, rate, sub, vel, acc)
-    else:
-        _KIN_INTO(loop.meta, loop.body, theta, rate, bool(True), rot, pos, sub, vel, acc, loop.loc, loop.jr)
-        for j in range(theta.shape[0]):
-            placed[j] = theta[j]
-    _ROWS_INTO(loop, k, (rot, pos, sub, vel, acc), bool(False), bool(True),
-               (loop.phi[:n_rows], loop.jac[:n_rows], bias, loop.rows_work, loop.jl))
-    # −Φ_dep⁻¹ b: the curvature of the new solution
-    _dependent_part_into(inverse, jk, no_known, bias, tmp, h)
-    for j in range(nk):
-        values[j] = gamma[known[j]]
-    _dependent_part_into(inverse, jk, values, bias, tmp, part)
-    for i in range(nd):
-        gamma[dep[i]] = part[i]
-
-
-def loop_rates_py(loop, k, theta, rate, gamma):
-    """Loop set k's rates (`_loop_rates_py`) at the solution the last call of the public calls' loop Newton left
-    (its factor and Φ_kn, `_keep_fixed_point_py`), and its warm start's curvature along the known rate where the
-    warm start is this solution, as `_loop_newton_py` with rates leaves them: the joint-state stage's kept
-    positions (a call at the state of the last one, `pipeline.stages.joint_state_stage_py`). θ, G and the known
-    joints' rates and γ are set."""
-    d0, d1 = loop.dep_start[k], loop.dep_start[k + 1]
-    k0, k1 = loop.known_start[k], loop.known_start[k + 1]
-    nd, nk = d1 - d0, k1 - k0
-    _loop_rates(loop, k, theta, rate, gamma, loop.inverses[k, :nd, :nd], loop.jacobians[k, :nd, :nk])
-    known, known0, scratch = loop.known[k0:k1], loop.known0, loop.scratch
-    values = scratch[6 * nd + nk:6 * nd + 2 * nk]
-    for j in range(nk):
-        if theta[known[j]] != known0[k0 + j]:
-            return   # the warm start has moved on (the generic resolver, bound to it, solved another state)
-        values[j] = rate[known[j]]
-    _warm_curvature(loop, k, values, scratch[4 * nd:5 * nd])
+        if not same:
+            h0[d0 + i] = h[i]
+    loop.condition[k] = condition
+    # a non-finite curvature (an overflowing rate) would poison every later prediction: not kept
+    if not same:
+        loop.curved[k] = 1.0 if uu > 1e-24 and finite else 0.0
+    return 0
 
 
 def secant_curvature_py(sensitivity, last, theta, dep, delta, out):
@@ -625,7 +578,7 @@ def secant_curvature_py(sensitivity, last, theta, dep, delta, out):
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
 _lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
 _keep_fixed_point, _FIXED_POINTS = _keep_fixed_point_py, False
-_secant_curvature, _loop_rates, _warm_curvature = secant_curvature_py, _loop_rates_py, _warm_curvature_py
+_secant_curvature = secant_curvature_py
 
 
 def _solve_bindings() -> dict:
@@ -655,7 +608,6 @@ def with_newton_solve(kernel, inline: bool = False):
                                               "_dependent_part_into": _dependent_part_into_py,
                                               "_keep_fixed_point": _keep_fixed_point_py,
                                               "_secant_curvature": secant_curvature_py,
-                                              "_loop_rates": _loop_rates_py, "_warm_curvature": _warm_curvature_py,
                                               "_FIXED_POINTS": inline}, inline=inline)
 
 
@@ -665,13 +617,6 @@ def newton_kernel(inline: bool = False):
     `inline`: the twin the public calls' forward kernel inlines (`pipeline.kernels.forward_kernel`: compiled on a
     model's first public call only, never by a run)."""
     return with_newton_solve(_loop_newton_py, inline)
-
-
-def loop_rates_kernel():
-    """The compiled `loop_rates_py`, IR-inlined into the public calls' joint-state stage (its kept positions)."""
-    return jit.compiled(loop_rates_py, bind=lambda: {**_solve_bindings(), "_loop_rates": _loop_rates_py,
-                                                     "_dependent_part_into": _dependent_part_into_py,
-                                                     "_warm_curvature": _warm_curvature_py}, inline=True)
 
 
 def newton_solve_kernel():

@@ -10,8 +10,7 @@
   compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `core.jit_pair.pack_record`),
   built with it and passed by its address; `public_calls` gives the Model's three calls as closures over it;
 - the state the public calls' joint-state stage kept (`arrays.positions`: q's values, t, a valid flag —
-  `pipeline.stages.joint_state_stage_py`): a call at the same values takes x, G and the loop factors of the last
-  one (M then h at one state: one loop solve);
+  `pipeline.stages.joint_state_stage_py`): the mass matrix at the same values reads the last call's x and G;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work

@@ -70,10 +70,6 @@ def joint_state_kernel(inline: bool = False, loops: bool = True, inline_newton: 
                "_POSITIONS": stages.positions_and_rates_py, "_KEEP": inline_newton}
     if loops:
         callees["_NEWTON"] = newton_kernel(inline=inline_newton)
-    if inline_newton:   # the public calls' kept positions (`stages.joint_state_stage_py`)
-        from biobullet.constraints.newton_kernel import loop_rates_kernel
-        callees["_RATES_STAGE"] = jit.compiled(stages.rates_stage_py, bind={
-            "_JETS": callees["_JETS"], "_LOOP_RATES": loop_rates_kernel()}, inline=True)
     variant = _variant(loops=loops) + ("newton_inlined" if inline_newton else "")
     return _compiled_with(stages.joint_state_stage_py, callees, inline, variant)
 

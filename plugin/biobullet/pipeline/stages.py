@@ -115,33 +115,27 @@ def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
 
 def joint_state_stage_py(model, data, q, v, t, rates):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
-    table and the loop resolvers in the coordinate map's order (the loop record's `stages`, `data.loop`: the
-    compiled model's LoopTable, warm starts and Newton work arrays as one flat record, passed to the loop Newton as
-    one pointer; without loops the whole table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
-    0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage then
-    decides).
+    table and the loop resolvers in the coordinate map's order (`positions_and_rates_py`). `rates` False (the mass
+    matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read. 0, or 1 when the state or a
+    function's jets are not finite or a loop solve declines (the callback stage then decides).
 
     The public calls' variant (`_KEEP` bound True: `pipeline.kernels.forward_kernel` with loops) keeps the state
-    it solved: data.positions holds (q, t, 1.0) after a call that set x, G (and each loop set's factor and Φ_kn,
-    `constraints.newton_kernel._keep_fixed_point_py`) at q, t. A call at that q and t — every entry equal, a copy
-    compared, so an array changed in place is a new state — takes them: the mass matrix reads nothing more, h and
-    v̇ only the rates (`rates_stage_py`; M then h at one state: one loop solve, not two). Every other call, and
-    every variant without `_KEEP` (a run's right-hand side, which writes the same arrays), clears the key first."""
+    it computed: data.positions holds (q, t, 1.0) after a call that set x and G at q, t. The mass matrix at that q
+    and t — every entry equal, a copy compared, so an array changed in place is a new state — reads them as they
+    are (M after h or v̇ at one state: no joint-state stage). Every other call, and every variant without `_KEEP`
+    (a run's right-hand side, which writes the same arrays), clears the key first. (h and v̇ at the kept state run
+    the stage: their loop Newton takes its kept solution, `_keep_fixed_point_py`; a rates-only pass saved ≈ 0.06 µs
+    there and cost ≈ 0.1–0.2 µs at every new state, docs/speed.md.)"""
     positions = data.positions
     n = q.shape[0]
-    if _KEEP and positions[n + 1] != 0.0 and positions[n] == t:
+    if _KEEP and not rates and positions[n + 1] != 0.0 and positions[n] == t:
         same = True
         for i in range(n):
             if q[i] != positions[i]:
                 same = False
                 break
         if same:
-            if not rates:
-                return 0
-            if _RATES_STAGE(model, data, v, t) == 0:
-                return 0
-            positions[n + 1] = 0.0
-            return 1
+            return 0
     positions[n + 1] = 0.0
     status = _POSITIONS(model, data, q, v, t, rates)
     if _KEEP and status == 0:
@@ -150,37 +144,6 @@ def joint_state_stage_py(model, data, q, v, t, rates):
         positions[n] = t
         positions[n + 1] = 1.0
     return status
-
-
-def rates_stage_py(model, data, v, t):
-    """ẋ, γ into data from v at time t where x and G are those of the last call's state (`joint_state_stage_py`'s
-    kept positions): the independent joints' rates, then the joint-function table (its jets again: θ̇, γ of a
-    function of t or of rates need them; x and G come out the same) and each loop set's rates from its factor and
-    Φ_kn (`constraints.newton_kernel.loop_rates_py`) in the coordinate map's order. 0, or 1 when v or a jet is not
-    finite."""
-    xd, gamma = data.xd, data.gamma
-    for i in range(v.shape[0]):
-        if not np.isfinite(v[i]):
-            return 1
-    xd[:] = 0.0
-    gamma[:] = 0.0
-    base_v, independent = model.base_v, model.independent
-    for k in range(base_v):
-        xd[k] = v[k]
-    for j in range(independent.shape[0]):
-        xd[base_v + independent[j]] = v[base_v + j]
-    loop = data.loop
-    stages = loop.stages
-    view = data.x[loop.view_start:]
-    for s in range(stages.shape[0]):
-        kind, a, b = stages[s, 0], stages[s, 1], stages[s, 2]
-        if kind == 0:
-            if _JETS(model.jets_table[a:b], model.jets_inputs, model.jets_coef, t, model.base_q, model.base_v,
-                     data.x, xd, data.gradient, gamma) != 0:
-                return 1
-        else:
-            _LOOP_RATES(loop, a, view, xd, gamma)
-    return 0
 
 
 def positions_and_rates_py(model, data, q, v, t, rates):
