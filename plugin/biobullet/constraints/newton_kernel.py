@@ -45,8 +45,10 @@ NEWTON_REACH = float(np.pi)
 PREDICTION_CONDITION = 1e3
 #: rad or m: the rate pass takes the bodies' placements of the last residual where no joint has moved farther since
 #: (the solve's last correction, ≈ cond₁ · round-off of Φ; a few ulp of the joint): placements that far apart are
-#: round-off of each other, so the pass computes only the bodies' velocities from them (`_loop_newton_py`)
-PLACED_ROUND_OFF = 1e-15
+#: round-off of each other, so the pass computes only the bodies' velocities from them (`_loop_newton_py`). 1e-15
+#: was below the prosthesis's corrections (up to 3.2e-15 rad along a walk: 9 of 99 states took the placements,
+#: the rest placed its bodies again); 1e-14 is ≈ 45 ulp of a joint at 1 rad, still round-off of the placements
+PLACED_ROUND_OFF = 1e-14
 #: `_newton_solve_py` statuses: solved, or why it stopped
 CONVERGED, GUARD, SINGULAR, ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH = 0, 1, 2, 3, 4, 5, 6
 
@@ -588,7 +590,9 @@ def _solve_bindings() -> dict:
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
                                                           "_ROWS_INTO": rows_into_kernel()})
+    # (PLACED_ROUND_OFF bound, not read as a module global: its value then keys the callers' caches)
     return {"_KIN_INTO": tree_kinematics_into_kernel(), "_BODY_RATES": body_rates_kernel(),
+            "PLACED_ROUND_OFF": PLACED_ROUND_OFF,
             "_ROWS_INTO": rows_into_kernel(), "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True),
             "_norm": _norm_py, "_RESIDUAL": residual}
 

@@ -9,6 +9,8 @@
   skips numba's argument matching, ≈ 2 µs for the structured arguments); the forward kernel's entry takes the
   compiled model's and the arrays' fields as one flat record (`core.jit_pair.PairRef`, `core.jit_pair.pack_record`),
   built with it and passed by its address; `public_calls` gives the Model's three calls as closures over it;
+- the state the public calls' joint-state stage kept (`arrays.positions`: q's values, t, a valid flag —
+  `pipeline.stages.joint_state_stage_py`): the mass matrix at the same values reads the last call's x and G;
 - the loop stage's warm starts (`constraints.newton_kernel.LoopWarm`, `arrays.loop_warm`): per loop resolver
   the last solution, its sensitivity, condition and curvature — a cache for speed and branch continuity, per
   workspace (a run, a bridge, the model's own calls each continue their own branch) — and the Newton solve's work
@@ -84,6 +86,8 @@ class DataArrays(NamedTuple):
     project_work: np.ndarray  # (n_tangent, nv) M G
     project_columns: np.ndarray  # (nv,) int64: the non-zero columns of a row of G
     tree_work: tuple         # CRBA + RNEA's work arrays, M and h (`algorithms.compiled_kernels.tree_work`)
+    positions: np.ndarray    # (nq + 2,) the state the joint-state stage kept: (q, t, 1.0), or 0.0 last: none
+    #                          (`pipeline.stages.joint_state_stage_py`)
     loop_warm: LoopWarm      # the loop stage's warm starts
     loop: Any                # the loop table, warm starts and work arrays as one record: here a namespace
     #                          (`loop_namespace`), compiled in `Data.kernel_arrays` (`loop_record`)
@@ -106,7 +110,7 @@ class Data:
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
                                  np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
                                  np.zeros(nv, dtype=np.int64), tree_work(compiled.tree_meta.shape[0], n_tangent),
-                                 warm, loop_namespace(self._loop_parts))
+                                 np.zeros(compiled.nq + 2), warm, loop_namespace(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces
         self.entries: dict[str, Any] = {}

@@ -66,7 +66,8 @@ def joint_state_kernel(inline: bool = False, loops: bool = True, inline_newton: 
     `forward_kernel`)."""
     from biobullet.constraints.newton_kernel import newton_kernel
     from biobullet.model.joint_jets import jets_kernel
-    callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(), "_LOOPS": loops}
+    callees = {"_STATE": stages.state_into_py, "_JETS": jets_kernel(), "_LOOPS": loops,
+               "_POSITIONS": stages.positions_and_rates_py, "_KEEP": inline_newton}
     if loops:
         callees["_NEWTON"] = newton_kernel(inline=inline_newton)
     variant = _variant(loops=loops) + ("newton_inlined" if inline_newton else "")

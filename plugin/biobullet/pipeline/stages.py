@@ -115,11 +115,39 @@ def ltdl_solve_py(mass, parent, rhs, out, pivot_ratio):
 
 def joint_state_stage_py(model, data, q, v, t, rates):
     """x, ẋ, G, γ into data from (q, v) at time t: the state prologue (`state_into_py`), then the joint-function
-    table and the loop resolvers in the coordinate map's order (the loop record's `stages`, `data.loop`: the
-    compiled model's LoopTable, warm starts and Newton work arrays as one flat record, passed to the loop Newton as
-    one pointer; without loops the whole table). `rates` False (the mass matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read.
-    0, or 1 when the state or a function's jets are not finite or a loop solve declines (the callback stage then
-    decides)."""
+    table and the loop resolvers in the coordinate map's order (`positions_and_rates_py`). `rates` False (the mass
+    matrix: v zero): the loop resolvers skip θ̇ and γ, which M does not read. 0, or 1 when the state or a
+    function's jets are not finite or a loop solve declines (the callback stage then decides).
+
+    The public calls' variant (`_KEEP` bound True: `pipeline.kernels.forward_kernel` with loops) keeps the state
+    it computed: data.positions holds (q, t, 1.0) after a call that set x and G at q, t. The mass matrix at that q
+    and t — every entry equal, a copy compared, so an array changed in place is a new state — reads them as they
+    are (M after h or v̇ at one state: no joint-state stage). Every other call, and every variant without `_KEEP`
+    (a run's right-hand side, which writes the same arrays), clears the key first. (h and v̇ at the kept state run
+    the stage: their loop Newton takes its kept solution, `_keep_fixed_point_py`; a rates-only pass saved ≈ 0.06 µs
+    there and cost ≈ 0.1–0.2 µs at every new state, docs/speed.md.)"""
+    positions = data.positions
+    n = q.shape[0]
+    if _KEEP and not rates and positions[n + 1] != 0.0 and positions[n] == t:
+        same = True
+        for i in range(n):
+            if q[i] != positions[i]:
+                same = False
+                break
+        if same:
+            return 0
+    positions[n + 1] = 0.0
+    status = _POSITIONS(model, data, q, v, t, rates)
+    if _KEEP and status == 0:
+        for i in range(n):
+            positions[i] = q[i]
+        positions[n] = t
+        positions[n + 1] = 1.0
+    return status
+
+
+def positions_and_rates_py(model, data, q, v, t, rates):
+    """`joint_state_stage_py` without its kept positions."""
     if not _STATE(q, v, model.base_q, model.base_v, model.blocks, model.independent, data.x, data.xd,
                   data.gradient, data.gamma):
         return 1
