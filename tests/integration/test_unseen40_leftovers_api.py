@@ -259,3 +259,56 @@ def test_a_spherical_joint_inside_a_loop_is_refused_at_load_as_the_readme_says(t
     message = str(info.value)
     assert info.value.file == str(path) and "loop" in (info.value.element or "")
     assert "'ball'" in message and "spherical" in message and "three revolute joints" in message
+
+
+# ------------------------------------------------------------------ 4. a sweep's workers at the cluster's close
+class _Worker:
+    """What distributed's own `Worker.heartbeat` reads of a worker, with a scheduler whose connection is closed."""
+    contact_address = address = "tcp://127.0.0.1:1"
+    active_keys: tuple = ()
+    extensions: dict = {}
+
+    def __init__(self, status) -> None:
+        import types
+
+        async def closed(**kwargs):
+            raise OSError("in <TCP (closed) ConnectionPool.heartbeat_worker>: Stream is closed")
+        self.status = status
+        self.state = types.SimpleNamespace(tasks={})
+        self.scheduler = types.SimpleNamespace(heartbeat_worker=closed)
+
+    async def get_metrics(self) -> dict:
+        return {}
+
+
+@pytest.mark.parametrize("status, reported", [("closing", False), ("closed", False), ("running", True)])
+def test_a_closing_sweep_worker_prints_no_heartbeat_traceback(status, reported):
+    # distributed's Worker.heartbeat run on a worker whose connection to the scheduler closed: while the worker
+    # closes (the driver closing the cluster at a sweep's end, on Ctrl-C or SIGTERM) its error and traceback no
+    # longer reach stderr — before, seen as "Traceback ... CommClosedError ... heartbeat_worker" after a sweep on a
+    # loaded machine, where the resume test asserts none; a running worker's failed heartbeat is still reported
+    import asyncio
+    import logging
+    import signal
+
+    from distributed import Worker
+    from distributed.core import Status
+
+    from biobullet.sweep.worker import dask_setup
+
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    logger = logging.getLogger("distributed.worker")
+    filters, sigint = list(logger.filters), signal.getsignal(signal.SIGINT)
+    logger.addHandler(handler)
+    try:
+        worker = _Worker(getattr(Status, status))
+        dask_setup(worker)   # the sweep's worker preload
+        asyncio.run(Worker.heartbeat(worker))
+    finally:
+        logger.removeHandler(handler)
+        logger.filters[:] = filters
+        signal.signal(signal.SIGINT, sigint)   # (dask_setup makes its process ignore Ctrl-C)
+    heartbeat = [r for r in seen if r.getMessage() == "Failed to communicate with scheduler during heartbeat."]
+    assert len(heartbeat) == reported and all(r.exc_info for r in heartbeat)

@@ -1645,7 +1645,10 @@ def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> n
                                 "independent coordinates acts on it through the coupling" if dependent
                                 else f"not a name of this model{did_you_mean(key, names)}"),
                              file=model.file, attribute=argument, expected="names among " + ", ".join(names))
-        out[index[key]] = number_argument(value, argument, entry=key, expected="a finite number (N·m or N)")
+        if type(value) is float and math.isfinite(value):   # (the common case, per step: no call)
+            out[index[key]] = value
+        else:
+            out[index[key]] = number_argument(value, argument, entry=key, expected="a finite number (N·m or N)")
     return out
 
 
