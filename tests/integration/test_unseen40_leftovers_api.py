@@ -22,7 +22,7 @@ pybullet = pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
-from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.contact.testbed import ball_urdf, drop_urdf  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 from biobullet.forces import force_elements  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
@@ -211,22 +211,12 @@ def test_a_restore_state_before_the_first_apply_starts_the_episode_there(client,
     assert episode["impact_velocity"] == pytest.approx(0.5, rel=1e-12)
 
 
-def _ball(radius: float = 0.1, mass: float = 2.0) -> str:
-    """A solid ball on a floating base with a Hu–Guo contact sphere at its centre."""
-    inertia = 0.4 * mass * radius ** 2
-    attributes = " ".join(f'{k}="{v}"' for k, v in HU_GUO.items())
-    return (f'<robot name="unseen40_ball"><link name="ball"><inertial><origin xyz="0 0 0"/><mass value="{mass!r}"/>'
-            f'<inertia ixx="{inertia!r}" iyy="{inertia!r}" izz="{inertia!r}" ixy="0" ixz="0" iyz="0"/></inertial>'
-            f'</link><biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/><contact name="C" '
-            f'link="ball" xyz="0 0 0" radius="{radius!r}" {attributes}/></biobullet></robot>')
-
-
 @pytest.mark.parametrize("tau", [None, "zeros"])   # the plain plan and the general path
 def test_a_base_reset_before_the_first_apply_starts_the_episode_there(client, tmp_path, tau):
     # built 4 mm into the ground approaching at 1 m/s, then resetBasePositionAndOrientation to the same depth, which
     # PyBullet does at rest: the episode starts there, δ̇⁻ = 0 floored at min_impact_velocity, as the engine's run
     # from that state (before: δ̇⁻ = 1 m/s, a 1000× lighter damping; the heights after 0.1 s 1.9e-5 m apart)
-    model = load_text(_ball(), tmp_path)
+    model = load_text(ball_urdf(HU_GUO), tmp_path)
     torque = None if tau is None else np.zeros(model.n_tangent)
     with Bridge(model, client, dt=1e-4, initial={"base_z": 0.096, "base_vz_dot": -1.0}) as bridge:
         pybullet.resetBasePositionAndOrientation(bridge.body, [0.0, 0.0, 0.096], [0.0, 0.0, 0.0, 1.0],
