@@ -141,8 +141,8 @@ class Hertz(NormalLaw):
 class RestitutionLaw(Hertz):
     """Hunt–Crossley-type F = K δⁿ [1 + c(cr) δ̇/δ̇⁻]; subclasses define the damping factor c(cr).
 
-    ``restitution`` cr ∈ [0.01, 1] is required (`RESTITUTION_RANGE`); δ̇⁻ [m/s] is the stored approach velocity (floored at
-    ``min_impact_velocity``). The hysteresis damping is χ = c(cr) K / δ̇⁻ [N·s/m^(n+1)].
+    ``restitution`` cr ∈ [0.01, 1] is required (`RESTITUTION_RANGE`); δ̇⁻ [m/s] is the stored approach velocity
+    (floored at ``min_impact_velocity``). The hysteresis damping is χ = c(cr) K / δ̇⁻ [N·s/m^(n+1)].
     """
 
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "restitution", "min_impact_velocity",

@@ -61,9 +61,9 @@ class ClosingHeartbeatFilter(logging.Filter):
     already waiting for the scheduler's answer then fails on the closed connection and distributed logs that at
     ERROR with a traceback (`Worker.heartbeat`). It happens whenever a heartbeat (every 0.5 s) is in flight while the
     driver closes the cluster — at the end of every sweep and on Ctrl-C or SIGTERM —, more often the longer the
-    closing takes: on a loaded machine the one "resume" line of an interrupted sweep came with that traceback
-    (tests/integration/test_sweep_run.py's resume test failed at load ≥ 7). A running worker's failed heartbeat
-    is still reported."""
+    closing takes: seen after a sweep's summary line at load ≈ 13; after a Ctrl-C the CLI promises one "resume"
+    line (tests/integration/test_sweep_run.py asserts no traceback there). A running worker's failed heartbeat is
+    still reported."""
 
     def __init__(self, worker: Any) -> None:
         super().__init__()
