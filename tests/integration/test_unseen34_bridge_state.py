@@ -22,6 +22,7 @@ pybullet = pytest.importorskip("pybullet")
 
 import biobullet  # noqa: E402
 from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.contact.testbed import ball_urdf  # noqa: E402
 from biobullet.bridge.reactions import (  # noqa: E402
     enable_force_torque_sensors,
     joint_reactions,
@@ -119,16 +120,6 @@ def test_restore_state_into_a_contact_starts_its_episode_there(client, tmp_path)
     assert episodes[-2]["rebound_velocity"] is None and episodes[-2]["restitution"] is None   # cut by the jump
 
 
-def _ball(law: dict, radius: float = 0.1, mass: float = 2.0) -> str:
-    """A solid ball on a floating base with a contact sphere of `law` at its centre."""
-    inertia = 0.4 * mass * radius ** 2
-    attributes = " ".join(f'{k}="{v}"' for k, v in law.items())
-    return (f'<robot name="unseen34_ball"><link name="ball"><inertial><origin xyz="0 0 0"/><mass value="{mass!r}"/>'
-            f'<inertia ixx="{inertia!r}" iyy="{inertia!r}" izz="{inertia!r}" ixy="0" ixz="0" iyz="0"/></inertial>'
-            f'</link><biobullet version="1"><gravity xyz="0 0 -9.81"/><base type="floating"/><contact name="C" '
-            f'link="ball" xyz="0 0 0" radius="{radius!r}" {attributes}/></biobullet></robot>')
-
-
 def test_a_base_reset_into_the_ground_starts_a_new_episode(client, tmp_path):
     # a Hu–Guo ball landed (δ̇⁻ ≈ 0.99 m/s), then resetBasePositionAndOrientation 4 mm into the ground, which
     # PyBullet does at rest (it zeroes the base velocity): the episode now starts there, δ̇⁻ = 0 floored at the
@@ -137,7 +128,7 @@ def test_a_base_reset_into_the_ground_starts_a_new_episode(client, tmp_path):
     # 0.1 s; now 5.3e-8 m (the O(dt) step error of a slow creep; tau= takes the watch's general path, where a
     # floating base's reset shows in its COM only)
     from biobullet.loader import load_text
-    model = load_text(_ball(HU_GUO), tmp_path)
+    model = load_text(ball_urdf(HU_GUO), tmp_path)
     depth, t_end = 0.004, 0.1
     with Bridge(model, client, dt=1e-4, initial={"base_z": 0.15}) as bridge:
         for _ in range(1200):
@@ -187,7 +178,7 @@ def test_a_ball_at_rest_follows_set_gravity(client, tmp_path):
     # step (a blind step), and now its gravity too — before, bridge.gravity kept −9.81 m/s² after setGravity(−3)
     from biobullet.loader import load_text
     law = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": repr(2.0 * math.sqrt(1e5 * 2.0))}
-    model = load_text(_ball(law), tmp_path)
+    model = load_text(ball_urdf(law), tmp_path)
     with Bridge(model, client, dt=1e-3, initial={"base_z": 0.1}) as bridge:
         for _ in range(500):
             bridge.step()
@@ -294,7 +285,7 @@ def test_a_repeated_apply_at_an_exact_rest_is_a_repeat(client, tmp_path, kind):
     mass = 2.0 if kind == "ball" else 1.0
     law = {"normal_law": "kelvin_voigt", "stiffness": "1e5", "damping": repr(2.0 * math.sqrt(1e5 * mass))}
     if kind == "ball":
-        model, initial = load_text(_ball(law, mass=mass), tmp_path), {"base_z": 0.1 - mass * 9.81 / 1e5}
+        model, initial = load_text(ball_urdf(law, mass=mass), tmp_path), {"base_z": 0.1 - mass * 9.81 / 1e5}
     elif kind == "pendulum":
         model, initial = load_text(PENDULUM, tmp_path), {}
     else:
@@ -339,7 +330,7 @@ def test_an_action_repeat_is_no_jump_for_the_contacts(client, tmp_path, floating
     # loop opened 127 intervals on the ball
     from biobullet.contact.testbed import drop_urdf
     from biobullet.loader import load_text
-    model = load_text(_ball(HU_GUO) if floating else drop_urdf(HU_GUO, radius=0.05), tmp_path)
+    model = load_text(ball_urdf(HU_GUO) if floating else drop_urdf(HU_GUO, radius=0.05), tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # (the action repeat's own warning, where it is named)
         with Bridge(model, client, dt=1e-4, initial={"base_z": 0.3} if floating else {"drop": 0.3}) as bridge:

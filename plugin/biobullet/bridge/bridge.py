@@ -60,7 +60,6 @@ from biobullet.bridge.lifecycle import (attach, check_divergence, ensure_owned_b
                                         mark_closed)
 from biobullet.core.native import import_pybullet
 from biobullet.core.arguments import number_argument
-from biobullet.core.attributes import to_float
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, loaded_base_pose, prepare_body, resolve_client
@@ -79,6 +78,8 @@ DEFAULT_OWNED_DT = 1.0e-3  # s, the time step of a connection the bridge makes i
 #: residual within the step anyway (its velocity correction −M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹Φ̇ is the projection's, to
 #: first order), so projecting would only cost a solve, a joint reset and a second inverse dynamics.
 PROJECTION_TOLERANCE = 1.0e-8
+#: float64: a tau= or generalized= of this dtype skips the check for flags (`_refuse_flags`)
+FLOAT = np.dtype(float)
 #: the step-end Newton correction (`Bridge._end_correction`) runs when the end point of the solve's ẍ misses the
 #: rows by more than this (rad or m; a tenth of the promise `outside.PROMISE`), with at most END_ITERATIONS Newton
 #: steps (each takes the residual from O(dt³) to round-off; below the tolerance the Taylor target is kept as it is)
@@ -975,7 +976,8 @@ class Bridge:
                                     else "not a coordinate of this model"), file=model.file, argument=key,
                                  expected="independent coordinates " + ", ".join(model.coordinate_names)
                                           + " (NAME_dot for a rate)")
-            target[list(names).index(name)] = to_float(None, key, value, expected="a finite number")
+            target[list(names).index(name)] = number_argument(value, key, expected="a finite number (rad, m, or "
+                                                                               "their rates)")
         model.check_rotations(q)   # (PyBullet would take a zero quaternion as NaN)
         check_stop_penetration(model, q, self.dt)
         x, xd, _, _ = model.joint_state(q, v, t)
@@ -1076,11 +1078,15 @@ class Bridge:
             ensure_usable(self, "apply")
         if self._plain and tau is None and generalized is None and self.muscles is None and not self.motors:
             return self._apply_plain()
+        # the arguments before the state is read: a refused one finds the contacts' logs and the watch as they were
+        # (before, the contacts had logged a step that was never sent)
+        user = None if tau is None else self._torque_argument(tau)   # a new array, or None
+        general = None if generalized is None else self._generalized_argument(generalized)
         # (attributes read once into locals: each read costs ≈ 30 ns on a ≈ 12 µs step)
         contacts, muscles, watch = self.contacts, self.muscles, self.watch
         extra = None
         if self._read_rows is not None and contacts is None and muscles is None and not self.motors:
-            torque, x, xd = self._apply_read_rows(tau, generalized)   # (x, ẋ) observed by the watch
+            torque, x, xd = self._apply_read_rows(user, general)   # (x, ẋ) observed by the watch
             if torque is not None:
                 return torque
         else:
@@ -1104,7 +1110,6 @@ class Bridge:
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
             self.time -= self.dt
             sent = self.last_torque.copy()   # (the stages may return their work arrays, which this call rewrites)
-        user = None if tau is None else self._torque_argument(tau)   # a new array, or None
         if extra is not None:
             user = extra if user is None else user + extra
         if muscles is not None:   # the muscles' τ at the state read (their state advanced by dt)
@@ -1115,8 +1120,8 @@ class Bridge:
             muscles.started = muscles.state.copy()
             muscle_tau = muscles.torques(x, xd)
             user = muscle_tau if user is None else user + muscle_tau
-        if generalized is not None:
-            user = self._add_generalized(user, generalized)
+        if general is not None:
+            user = self._add_generalized(user, general)
         if self.motors:
             torque, xdd = self._motor_stage(x, xd, user)
         elif self._rows_fast and not self.uses_null_space:   # `_constraint_stage`'s choice, one call less
@@ -1191,7 +1196,8 @@ class Bridge:
         self.time += self.dt
         return torque
 
-    def _apply_read_rows(self, tau, generalized) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    def _apply_read_rows(self, user: np.ndarray | None,
+                         general: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """`apply()` of a floating base or spherical joints held by the one-call rows kernel with nothing acting
         but the rows, tau= / generalized= and force elements that do not act (no contacts, muscles or motors; URDF
         `<limit>` stops away from their limits): PyBullet's raw state (`PyBulletMap.raw_state`) → (x, ẋ), the rows
@@ -1202,9 +1208,8 @@ class Bridge:
         no step since the last apply(), or a force element acts: `apply` then goes on from the watched (x, ẋ) as
         every other path does (this kernel's solve is dropped: it wrote only its own work arrays)."""
         watch = self.watch
-        user = None if tau is None else self._torque_argument(tau)
-        if generalized is not None:
-            user = self._add_generalized(user, generalized)
+        if general is not None:   # (a copy: `apply` goes on from the checked arguments when this path declines)
+            user = self._add_generalized(None if user is None else user.copy(), general)
         torque = self._zero_tau if user is None else user
         pair = self._read_xdd
         prev_xdd = watch.xdd
@@ -1248,10 +1253,11 @@ class Bridge:
         self.time += self.dt
         return sent, x, xd
 
-    def _add_generalized(self, user: np.ndarray | None, generalized) -> np.ndarray:
-        """user τ (or None) + `generalized=` at the independent coordinates' entries (G has identity rows there)."""
+    def _add_generalized(self, user: np.ndarray | None, general: np.ndarray) -> np.ndarray:
+        """user τ (or None; added to in place) + the checked `generalized=` (`_generalized_argument`) at the
+        independent coordinates' entries (G has identity rows there)."""
         user = np.zeros(self.model.n_tangent) if user is None else user
-        user[self.independent_v] += self._generalized_argument(generalized)
+        user[self.independent_v] += general
         return user
 
     def _apply_plain(self) -> np.ndarray:
@@ -1338,6 +1344,8 @@ class Bridge:
         model = self.model
         if isinstance(tau, Mapping):
             return _by_name(tau, self.torque_names, "tau", model)
+        if type(tau) is not np.ndarray or tau.dtype is not FLOAT:   # (a float array, every step's case: no test)
+            _refuse_flags(tau, "tau", self.torque_names)
         return np.array(model.checked("tau", tau, model.n_tangent), dtype=float)
 
     def _generalized_argument(self, generalized) -> np.ndarray:
@@ -1345,6 +1353,8 @@ class Bridge:
         model = self.model
         if isinstance(generalized, Mapping):
             return _by_name(generalized, tuple(model.velocity_names), "generalized", model)
+        if type(generalized) is not np.ndarray or generalized.dtype is not FLOAT:
+            _refuse_flags(generalized, "generalized", tuple(model.velocity_names))
         return model.checked("generalized", generalized, model.nv)
 
     def _null_space_stage(self, x, xd, user) -> tuple[np.ndarray, np.ndarray | None]:
@@ -1763,8 +1773,24 @@ def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> n
                                 "independent coordinates acts on it through the coupling" if dependent
                                 else f"not a name of this model{did_you_mean(key, names)}"),
                              file=model.file, attribute=argument, expected="names among " + ", ".join(names))
-        out[index[key]] = to_float(None, argument, value, expected=f"a finite number for {key!r}")
+        if type(value) is float and math.isfinite(value):   # (the common case, per step: no call)
+            out[index[key]] = value
+        else:
+            out[index[key]] = number_argument(value, argument, entry=key, expected="a finite number (N·m or N)")
     return out
+
+
+def _refuse_flags(values, argument: str, names: tuple[str, ...]) -> None:
+    """ModelError naming the argument and the entry for a bool among a vector's values (NumPy reads [True, 0.5] as
+    [1.0, 0.5]: a flag would be sent as 1 N·m); text and other non-numbers are `Model.checked`'s."""
+    if getattr(values, "dtype", None) == "bool":
+        raise ModelError("is an array of bools, not of numbers", argument=argument, expected="real numbers (N·m or N)")
+    if isinstance(values, (list, tuple)):
+        for k, value in enumerate(values):
+            if isinstance(value, (bool, np.bool_)):
+                entry = repr(names[k]) if k < len(names) else f"entry {k}"
+                raise ModelError(f"{entry}: not a number (got bool {value!r})", argument=argument,
+                                 expected="real numbers (N·m or N)")
 
 
 def constraint_terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from biobullet.core.attributes import to_float
+from biobullet.core.arguments import number_argument
 from biobullet.core.errors import ModelError, SolverError
 
 #: PyBullet's default gains of setJointMotorControl2 (positionGain, velocityGain)
@@ -34,16 +34,17 @@ def motor_settings(bridge, name: str, position, velocity, position_gain, velocit
                          argument="name", expected="one of " + ", ".join(names))
     index = model.base_nv + names.index(name)
     settings = {"index": index, "q_index": model.base_nq + names.index(name)}
-    settings["position"] = None if position is None else to_float(None, "position", position,
-                                                                   expected="a finite target (rad or m)")
-    settings["velocity"] = to_float(None, "velocity", velocity, expected="a finite target rate (rad/s or m/s)")
+    settings["position"] = None if position is None else number_argument(
+        position, "position", entry=name, expected="a finite target (rad or m)")
+    settings["velocity"] = number_argument(velocity, "velocity", entry=name,
+                                           expected="a finite target rate (rad/s or m/s)")
     kp = (DEFAULT_POSITION_GAIN if position is not None else 0.0) if position_gain is None else position_gain
-    settings["kp"] = to_float(None, "position_gain", kp, at_least=0.0, at_most=1.0,
-                              expected="0 ≤ position_gain ≤ 1 (PyBullet's meaning: the share of the position error "
-                                       "removed per step)")
+    settings["kp"] = number_argument(kp, "position_gain", entry=name, at_least=0.0, at_most=1.0,
+                                     expected="0 ≤ position_gain ≤ 1 (PyBullet's meaning: the share of the position "
+                                              "error removed per step)")
     kd = DEFAULT_VELOCITY_GAIN if velocity_gain is None else velocity_gain
-    settings["kd"] = to_float(None, "velocity_gain", kd, at_least=0.0, at_most=1.0,
-                              expected="0 ≤ velocity_gain ≤ 1 (the share of the rate error removed per step)")
+    settings["kd"] = number_argument(kd, "velocity_gain", entry=name, at_least=0.0, at_most=1.0,
+                                     expected="0 ≤ velocity_gain ≤ 1 (the share of the rate error removed per step)")
     force = float("inf") if max_force is None else max_force
     if not (isinstance(force, (int, float, np.floating, np.integer)) and not isinstance(force, bool)
             and force >= 0 and not math.isnan(force)):

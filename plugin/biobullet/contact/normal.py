@@ -45,6 +45,14 @@ MAX_STIFFNESS = 1.0e18
 #: the largest OpenSim dissipation c (s/m) accepted: OpenSim's models use 0.5 … 5; at 1e6 the factor 1 + (3/2) c δ̇
 #: is already 1.5 at δ̇ = 1 µm/s
 MAX_DISSIPATION = 1.0e6
+#: the coefficients of restitution cr accepted by the restitution laws: (0, 1] by definition, and below 0.01 the
+#: laws say nothing new. Hu–Guo's and Flores' damping factor c(cr) ∝ (1 − cr)/cr grows without bound: a ball
+#: dropped at 3 m/s onto K = 1e5 does not separate at cr = 0.1 already (it rests in its contact), while the run's
+#: cost grows ∝ 1/cr (2.6e3 right-hand sides at 0.01, 5.8e4 at 1e-6, 1.5e5 at 1e-12) and c K overflows at 1e-300
+#: (reported as another element's force). Hunt–Crossley's c = 3(1 − cr)/2 stays finite but its rebound never falls
+#: below ≈ 0.46 (0.459 at cr = 0.01, 0.456 at 1e-12): the law is derived for cr near 1 (paper 002: most laws are
+#: accurate for 0.7 ≤ cr ≤ 1).
+RESTITUTION_RANGE = (0.01, 1.0)
 
 
 def _stiffness(source: SourceRef | None, raw: Any) -> float:
@@ -133,8 +141,8 @@ class Hertz(NormalLaw):
 class RestitutionLaw(Hertz):
     """Hunt–Crossley-type F = K δⁿ [1 + c(cr) δ̇/δ̇⁻]; subclasses define the damping factor c(cr).
 
-    ``restitution`` cr ∈ (0, 1] is required; δ̇⁻ [m/s] is the stored approach velocity (floored at
-    ``min_impact_velocity``). The hysteresis damping is χ = c(cr) K / δ̇⁻ [N·s/m^(n+1)].
+    ``restitution`` cr ∈ [0.01, 1] is required (`RESTITUTION_RANGE`); δ̇⁻ [m/s] is the stored approach velocity
+    (floored at ``min_impact_velocity``). The hysteresis damping is χ = c(cr) K / δ̇⁻ [N·s/m^(n+1)].
     """
 
     attributes: ClassVar[tuple[str, ...]] = ("stiffness", "exponent", "restitution", "min_impact_velocity",
@@ -146,7 +154,9 @@ class RestitutionLaw(Hertz):
                  min_impact_velocity: float = DEFAULT_MIN_IMPACT_VELOCITY, adhesion: bool = False,
                  source: SourceRef | None = None) -> None:
         super().__init__(stiffness=stiffness, exponent=exponent, adhesion=adhesion, source=source)
-        self.restitution = to_float(source, "restitution", restitution, positive=True, at_most=1.0)
+        low, high = RESTITUTION_RANGE
+        self.restitution = to_float(source, "restitution", restitution, at_least=low, at_most=high,
+                                    expected=f"a coefficient of restitution in [{low:g}, {high:g}] (1: elastic)")
         self.min_impact_velocity = to_float(source, "min_impact_velocity", min_impact_velocity,
                                                 positive=True)
 

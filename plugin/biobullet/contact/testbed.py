@@ -7,6 +7,7 @@
   slider model: world —prismatic `slide` (x)→ carriage (massless) —prismatic `drop` (z)→ block (mass m,
                 point contact `C` at its bottom, z = 0 of the block frame). The block cannot rotate, so a
                 sliding block decelerates at exactly μ_eff F_N / m.
+  ball model:   a solid ball (mass m, radius r) on a floating base, contact `C` at its centre.
 """
 from __future__ import annotations
 
@@ -49,3 +50,13 @@ def slider_urdf(contact: dict, *, mass: float = 1.0, gravity: str = "0 0 -9.81",
         f'  <biobullet version="1"><gravity xyz="{gravity}"/>'
         f'{_contact_tag({"name": "C", "link": "block", "xyz": "0 0 0", "radius": "0", **contact})}</biobullet>',
         "</robot>"])
+
+
+def ball_urdf(contact: dict, *, mass: float = 2.0, radius: float = 0.1, gravity: str = "0 0 -9.81",
+              name: str = "ball") -> str:
+    """URDF text of the ball model (a solid sphere's inertia 2/5 m r², no collision shape: the analytic ground)."""
+    inertia = 0.4 * mass * radius ** 2
+    attributes = {"name": "C", "link": "ball", "xyz": "0 0 0", "radius": repr(radius), **contact}
+    return (f'<robot name="{name}"><link name="ball"><inertial><origin xyz="0 0 0"/><mass value="{mass!r}"/>'
+            f'{_INERTIA.format(i=repr(inertia))}</inertial></link><biobullet version="1"><gravity xyz="{gravity}"/>'
+            f'<base type="floating"/>{_contact_tag(attributes)}</biobullet></robot>')

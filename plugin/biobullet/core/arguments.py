@@ -140,15 +140,18 @@ def time_argument(t: Any, name: str = "t") -> float:
     return value
 
 
-def number_argument(value: Any, name: str, **checks: Any) -> float:
+def number_argument(value: Any, name: str, *, entry: str | None = None, **checks: Any) -> float:
     """`value` as a finite float with `to_float`'s range `checks` (positive=, at_least=, below=, …); ModelError
-    naming the argument for what is no real number (`_not_a_real_number`: `float("0.01")` would read text as a
-    number: a `simulate(model, "0.01")` ran) and for a value outside the range."""
+    naming the argument — and `entry`, the joint or coordinate of a by-name value (`tau={"elbow": 0.3}`) — for
+    what is no real number (`_not_a_real_number`: text, bytes, a flag, NumPy's too, a complex, None) and for a
+    value outside the range (`float("0.01")` would read text as a number: a `simulate(model, "0.01")` ran, and
+    `bridge.apply(tau={"elbow": "0.3"})` sent 0.3 N·m)."""
+    where = "" if entry is None else f"{entry!r}: "
     if _not_a_real_number(value):
-        raise ModelError(f"not a number (got {type(value).__name__} {value!r:.40})", argument=name,
+        raise ModelError(f"{where}not a number (got {type(value).__name__} {value!r:.40})", argument=name,
                          expected=checks.get("expected") or "a number")
     from biobullet.core.attributes import to_float   # (NumPy: not at the CLI's start-up)
     try:
         return to_float(None, name, value, **checks)
     except ModelError as exc:   # (to_float names an attribute of a file: here it is the caller's argument)
-        raise ModelError(exc.detail, argument=name, expected=exc.expected) from None
+        raise ModelError(where + exc.detail, argument=name, expected=exc.expected) from None

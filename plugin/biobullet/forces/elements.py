@@ -244,6 +244,13 @@ class JointTorque(_JointElement):
 
 
 # ------------------------------------------------------------------------------------------------ joint stop
+#: the largest exponent e of a stop's k p^e: the penalty laws of compliant contact — Hertz 3/2, line contacts 1,
+#: fitted foot–ground and stop laws up to 3 (Gerritsen et al. 1995, F = a δ³(1 + b δ̇); the contact laws'
+#: `contact.normal.EXPONENT_RANGE`). Beyond it p^e vanishes at the depths a stop works at (e = 100: 1e-200 at
+#: p = 0.01 rad, the stop silently gone) or overflows past p = 1 (e = 1e6).
+STOP_EXPONENT_MAX = 3.0
+
+
 @register_force("joint_stop")
 class JointStop(_JointElement):
     """Unilateral joint limit(s) as a penalty on the penetration p (p = lower − θ or θ − upper, > 0 inside).
@@ -277,10 +284,17 @@ class JointStop(_JointElement):
         stiffness, damping = (to_float(self.source, key, value, non_negative=True)
                               for key, value in (("stiffness", stiffness), ("damping", damping)))
         exponent = (2.0 if type == "smooth" else 1.0) if exponent is None else float(exponent)
+        high = STOP_EXPONENT_MAX
         if type == "smooth" and not (math.isfinite(exponent) and exponent > 1.0):
-            raise err("exponent", f"{exponent:g} gives a force that is not C¹", "exponent > 1 for type smooth")
+            raise err("exponent", f"{exponent:g} gives a force that is not C¹", f"an exponent in (1, {high:g}] for "
+                      "type smooth")
         if type == "switched" and not (math.isfinite(exponent) and exponent >= 1.0):
-            raise err("exponent", f"must be ≥ 1, got {exponent:g}", "exponent ≥ 1")
+            raise err("exponent", f"must be ≥ 1, got {exponent:g}", f"an exponent in [1, {high:g}]")
+        if exponent > high:
+            raise err("exponent", f"{exponent:g} makes k p^e vanish inside the stop (p^e at p = 0.01 rad: "
+                      f"{0.01 ** exponent:.3g}) or overflow beyond p = 1", f"an exponent in "
+                      f"{'(1' if type == 'smooth' else '[1'}, {high:g}] (2: the default smooth stop; up to 3: "
+                      "a fitted power law)")
         if type == "switched" and smoothing is not None:
             raise err("smoothing", "smoothing applies to type smooth only", "no smoothing with type switched")
         smoothing = 1e-3 if smoothing is None else to_float(self.source, "smoothing", smoothing, positive=True)
