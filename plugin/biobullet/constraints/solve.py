@@ -275,7 +275,9 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) 
 
 def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=None, xd=None, t: float = 0.0) -> None:
     """SolverError naming the tree directions along which the KKT matrix is singular (`unheld_direction`); nothing
-    where it is regular."""
+    where it is regular; a non-finite M gets `mass_factor`'s error (the caller's divergence, not a direction)."""
+    if not np.all(np.isfinite(mass)):
+        mass_factor(mass, x, t)
     direction = unheld_direction(mass, jac, tree.floor_root)
     if direction is None:
         return

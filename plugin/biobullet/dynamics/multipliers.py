@@ -17,7 +17,12 @@ range-space solve's own factor of M), the accelerations solve the whole KKT matr
 conditioned as the constrained system. (The projections stay on the range-space solve: their
 correction is small at the states they see, and so is its noise.) A tree direction that moves no mass at all (its
 diagonal entry below `spatial.dense.MASS_FLOOR_RATIO` of its bound, as the reduced solve tests it) is solved by the
-KKT matrix where the rows hold it, and refused, naming the joint, where none does (`_kkt_solve`).
+KKT matrix where the rows hold it, and refused, naming the joint, where none does (`_kkt_solve`). M singular along a
+COMBINATION of directions that each move mass (a floating base on a massless root link with a slider along the
+base's x: base x minus the slider moves no mass) is decided where M's own factorisation fails: the KKT matrix is
+solved where M is positive definite on the null space of Φ_x (the slider's prescribed row holds that motion) and
+refused, naming the joints, where it is not (`constraints.solve.unheld_direction`); the projections follow the same
+rule (`_projection_factor`).
 """
 from __future__ import annotations
 
