@@ -34,7 +34,7 @@ from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kern
 from biobullet.core import jit
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinates
+from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinate, massless_coordinates
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10
@@ -113,11 +113,20 @@ def check_rank(jac: np.ndarray, names=None, x=None, t: float = 0.0, xd=None) -> 
                           "mechanisms) or a singular (toggle) configuration at " + state_text(x, xd, t))
 
 
-def mass_factor(mass: np.ndarray, x=None, t: float = 0.0) -> np.ndarray:
-    """Lower Cholesky factor of M (SolverError if M is singular to round-off or not positive definite)."""
+def try_mass_factor(mass: np.ndarray) -> np.ndarray | None:
+    """Lower Cholesky factor of M, None where M is singular to round-off (a pivot² not above MASS_PIVOT_RATIO × its
+    diagonal entry) or not positive definite."""
     from scipy.linalg.lapack import dpotrf
     factor, info = dpotrf(mass, lower=1, clean=1)
     if info != 0 or not np.all(np.diagonal(factor) ** 2 > MASS_PIVOT_RATIO * np.diagonal(mass)):
+        return None
+    return factor
+
+
+def mass_factor(mass: np.ndarray, x=None, t: float = 0.0) -> np.ndarray:
+    """Lower Cholesky factor of M (SolverError if M is singular to round-off or not positive definite)."""
+    factor = try_mass_factor(mass)
+    if factor is None:
         raise SolverError("the tree mass matrix is singular to round-off or not positive definite (a joint moves no "
                           "mass) at "
                           + state_text(x, None, t))
@@ -133,7 +142,8 @@ def factor_solve(factor: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray | None, jac: np.ndarray,
                              target: np.ndarray, *, names=None, x=None, xd=None, t: float = 0.0,
                              redundant: str = "raise", method: str = "schur",
-                             mass_ratio: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                             mass_ratio: float = 0.0,
+                             tree: "TreeDirections | None" = None) -> tuple[np.ndarray, np.ndarray]:
     """(ẍ, λ) of M ẍ + h = τ + Φ_xᵀλ, Φ_x ẍ = target (see the module docstring; target from `Corrector.target`).
 
     mass (n × n), bias h (n), tau (n or None = 0), jac Φ_x (m × n), target a* (m). Range-space method with two
@@ -147,6 +157,10 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     mass_ratio > 0 (`dynamics.multipliers`): the Schur kernel's factor of M also chooses the method — where its
     smallest pivot² is below mass_ratio × M's largest diagonal entry, dependent rows are refused (`check_rank`) and
     the KKT matrix is solved as by method "kkt" (M is factorised once per call either way).
+    tree (with mass_ratio > 0): where M itself is singular (the kernel's status 1), the KKT matrix is solved wherever
+    it is regular — M positive definite on the null space of Φ_x (`unheld_direction`: a massless root link whose
+    motion a prescribed joint holds) — and refused naming the tree directions (`tree.names`) where it is not; only
+    this rare path pays for the test.
     """
     mass, bias, jac, target = (np.asarray(a, float) for a in (mass, bias, jac, target))
     tau = None if tau is None else np.asarray(tau, float)
@@ -163,6 +177,10 @@ def constrained_acceleration(mass: np.ndarray, bias: np.ndarray, tau: np.ndarray
     if status == 0 or status == 3:   # solved, or a non-finite result the caller's divergence check reports
         return xdd, lam
     rhs_dyn = -bias if tau is None else tau - bias
+    if status == 1 and mass_ratio > 0.0 and tree is not None:
+        refuse_unheld(mass, jac, tree, x, xd, t)
+        check_rank(jac, names, x, t, xd)
+        return _least_squares(mass, jac, rhs_dyn, target)
     if status == 4 or (status == 1 and mass_ratio > 0.0 and _positive_definite(mass)):
         # M too ill-conditioned for M⁻¹ (the caller's mass_ratio; a pivot the kernel's relative test declined on a
         # positive definite M is below it too): the whole KKT matrix
@@ -205,6 +223,71 @@ def unheld_massless(mass: np.ndarray, floor_root: np.ndarray, jac: np.ndarray) -
     if len(singular) == len(massless) and singular[-1] > RANK_TOLERANCE:
         return None
     return massless[int(np.argmax(np.abs(vectors[-1])))]
+
+
+class TreeDirections(NamedTuple):
+    """What deciding and naming a singular tree mass matrix takes: each tree direction's name, its mass floor
+    (`CompiledModel.mass_floor_root`, √(MASS_FLOOR_RATIO × bound)) and the text an error starts with (file,
+    formulation)."""
+    names: tuple
+    floor_root: np.ndarray
+    source: str
+
+
+def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) -> np.ndarray | None:
+    """The unit tree direction along which the KKT matrix [[M, Φ_xᵀ], [Φ_x, 0]] is singular, None where it is
+    regular: M positive definite on the null space of Φ_x (held by the rows wherever M itself is singular).
+
+    With N an orthonormal basis of ker Φ_x (row-normalised, rank at RANK_TOLERANCE as `check_rank`), Nᵀ M N is
+    tested as the pipeline tests its Gᵀ M G: each diagonal entry above its floor through N ((Σ_a |N_ac| √floor_a)²,
+    `spatial.dense.massless_coordinate`: a basis direction that moves no mass) and each Cholesky pivot² above
+    MASS_PIVOT_RATIO × its diagonal entry (a combination that moves none: the base's x minus a slider along it). A
+    declined pivot along a direction v that moves mass (vᵀMv above its floor) on an M that LAPACK factorises is a
+    near-singular posture, not a massless motion: None (the KKT matrix is solved, as for `mass_ratio`). For the
+    rare path where M's own factorisation failed (O(n³) SVD and eigen-decomposition)."""
+    n = mass.shape[0]
+    if len(jac):
+        scale = np.linalg.norm(jac, axis=1)
+        _, singular, vt = np.linalg.svd(jac / np.where(scale > 0.0, scale, 1.0)[:, None])
+        rank = int(np.sum(singular > RANK_TOLERANCE * singular[0])) if singular[0] > 0.0 else 0
+        basis = vt[rank:].T
+    else:
+        basis = np.eye(n)
+    if basis.shape[1] == 0:
+        return None
+    reduced = basis.T @ mass @ basis
+    index = massless_coordinate(reduced, floor_root, basis)
+    if index is not None:
+        direction = basis[:, index]
+    else:
+        low = np.linalg.cholesky(reduced) if _positive_definite(reduced) else None
+        if low is not None and np.all(np.diagonal(low) ** 2 > MASS_PIVOT_RATIO * np.diagonal(reduced)):
+            return None
+        root = np.sqrt(np.maximum(np.diagonal(reduced), np.finfo(float).tiny))
+        weights = np.linalg.eigh(reduced / np.outer(root, root))[1][:, 0] / root   # (Jacobi-scaled: unit-free)
+        direction = basis @ weights
+        direction /= np.linalg.norm(direction)
+        floor = float(np.abs(direction) @ floor_root) ** 2
+        if float(direction @ mass @ direction) > floor and _positive_definite(mass):
+            return None
+    return direction / np.linalg.norm(direction)
+
+
+def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=None, xd=None, t: float = 0.0) -> None:
+    """SolverError naming the tree directions along which the KKT matrix is singular (`unheld_direction`); nothing
+    where it is regular; a non-finite M gets `mass_factor`'s error (the caller's divergence, not a direction)."""
+    if not np.all(np.isfinite(mass)):
+        mass_factor(mass, x, t)
+    direction = unheld_direction(mass, jac, tree.floor_root)
+    if direction is None:
+        return
+    kept = [(c, name) for c, name in zip(direction, tree.names) if abs(c) >= 0.05 * np.max(np.abs(direction))]
+    motion = " ".join(f"{c:+.3g}·{name}" for c, name in kept)
+    joints = ", ".join(repr(name) for _, name in kept)
+    raise SolverError(f"{tree.source}the tree mass matrix is singular along the motion {motion} of {joints} "
+                      "(together they move no mass), and no constraint "
+                      "row holds that motion: the KKT matrix is singular and no acceleration of it is defined (give "
+                      "the bodies it moves mass, prescribe or fix one of these joints) at " + state_text(x, xd, t))
 
 
 _NO_VALUES = np.zeros(0)
@@ -428,5 +511,6 @@ schur_solve = jit.lazy(_schur_kernel_py, bind=_cholesky_bindings)
 
 
 __all__ = ["ConstraintRows", "Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
-           "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "schur_kernel", "schur_solve",
-           "unheld_massless", "velocity_projection"]
+           "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "refuse_unheld", "schur_kernel",
+           "schur_solve", "TreeDirections", "try_mass_factor", "unheld_direction", "unheld_massless",
+           "velocity_projection"]

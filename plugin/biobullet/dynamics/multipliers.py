@@ -17,15 +17,20 @@ range-space solve's own factor of M), the accelerations solve the whole KKT matr
 conditioned as the constrained system. (The projections stay on the range-space solve: their
 correction is small at the states they see, and so is its noise.) A tree direction that moves no mass at all (its
 diagonal entry below `spatial.dense.MASS_FLOOR_RATIO` of its bound, as the reduced solve tests it) is solved by the
-KKT matrix where the rows hold it, and refused, naming the joint, where none does (`_kkt_solve`).
+KKT matrix where the rows hold it, and refused, naming the joint, where none does (`_kkt_solve`). M singular along a
+COMBINATION of directions that each move mass (a floating base on a massless root link with a slider along the
+base's x: base x minus the slider moves no mass) is decided where M's own factorisation fails: the KKT matrix is
+solved where M is positive definite on the null space of Φ_x (the slider's prescribed row holds that motion) and
+refused, naming the joints, where it is not (`constraints.solve.unheld_direction`); the projections follow the same
+rule (`_projection_factor`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from biobullet.constraints.equations import constraint_set
-from biobullet.constraints.solve import (Corrector, check_rank, constrained_acceleration, factor_solve, mass_factor,
-                                         state_text, unheld_massless)
+from biobullet.constraints.solve import (Corrector, TreeDirections, check_rank, constrained_acceleration,
+                                         factor_solve, refuse_unheld, state_text, try_mass_factor, unheld_massless)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics.formulation import JOINT, Formulation, register_formulation
@@ -44,27 +49,64 @@ def tree_direction_names(model) -> tuple[str, ...]:
     return model.velocity_names[:model.base_nv] + tuple(model.joint_names)
 
 
+def _tree(model) -> TreeDirections:
+    """The tree directions' names and mass floors, for deciding and naming a singular M."""
+    return TreeDirections(tree_direction_names(model), model.compiled.mass_floor_root,
+                          f"{model.file}: formulation 'multipliers': ")
+
+
+def _refuse_massless(model, mass: np.ndarray, jac: np.ndarray, x, xd, t: float) -> bool:
+    """Whether a tree direction moves no mass (its diagonal entry not above its floor,
+    `spatial.dense.MASS_FLOOR_RATIO`: one compare per entry); SolverError naming the joint where no constraint row
+    holds it (`constraints.solve.unheld_massless`)."""
+    floor = model.compiled.mass_floor_root
+    if massless_coordinate(mass, floor, None) is None:
+        return False
+    index = unheld_massless(mass, floor, jac)
+    if index is not None:
+        raise SolverError(f"{model.file}: formulation 'multipliers': "
+                          + massless_text(tree_direction_names(model), index, mass[index, index])
+                          + "; no constraint row holds it, at " + state_text(x, xd, t))
+    return True
+
+
 def _kkt_solve(model, mass: np.ndarray, bias: np.ndarray, tau, jac: np.ndarray, target: np.ndarray, names, x, xd,
                t: float) -> tuple[np.ndarray, np.ndarray]:
     """`constrained_acceleration`: the range-space solve where M's Cholesky pivots allow it (`SCHUR_PIVOT_RATIO`,
     tested on the Schur kernel's own factor of M: M is factorised once), else the KKT matrix; on the KKT path
     dependent rows are refused first, as the range-space path refuses them (the KKT matrix would be singular).
 
-    A tree direction that moves no mass (its diagonal entry not above its floor, `spatial.dense.MASS_FLOOR_RATIO`:
-    one compare per diagonal entry) makes M singular: where the rows hold it (`constraints.solve.unheld_massless`:
-    a massless link inside a loop, a massless joint a joint function drives) the KKT matrix is regular and solved
-    whole; where they do not, no acceleration of it is defined: SolverError naming the joint."""
-    floor = model.compiled.mass_floor_root
-    if massless_coordinate(mass, floor, None) is not None:
-        index = unheld_massless(mass, floor, jac)
-        if index is not None:
-            raise SolverError(f"{model.file}: formulation 'multipliers': "
-                              + massless_text(tree_direction_names(model), index, mass[index, index])
-                              + "; no constraint row holds it, at " + state_text(x, xd, t))
+    A tree direction that moves no mass makes M singular: where the rows hold it (a massless link inside a loop, a
+    massless joint a joint function drives) the KKT matrix is regular and solved whole; where they do not, no
+    acceleration of it is defined: SolverError naming the joint (`_refuse_massless`). Where M is singular along a
+    combination of directions that each move mass (a massless floating root and a slider along the base's x), the
+    Schur kernel declines and `constrained_acceleration` solves the KKT matrix where M is positive definite on the
+    null space of Φ_x, else names the directions (`tree`)."""
+    if _refuse_massless(model, mass, jac, x, xd, t):
         check_rank(jac, names, x, t, xd)
         return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t, method="kkt")
     return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t,
-                                    mass_ratio=SCHUR_PIVOT_RATIO)
+                                    mass_ratio=SCHUR_PIVOT_RATIO, tree=_tree(model))
+
+
+def _projection_factor(model, mass: np.ndarray, jac: np.ndarray, x, xd, t: float) -> np.ndarray | None:
+    """M's Cholesky factor for the projections' solves in the M metric; None where M is singular but the KKT
+    matrix is regular (the projections then solve it whole); SolverError naming the joints where it is not — the
+    rule of the accelerations (`_kkt_solve`)."""
+    factor = try_mass_factor(mass)
+    if factor is None:
+        _refuse_massless(model, mass, jac, x, xd, t)
+        refuse_unheld(mass, jac, _tree(model), x, xd, t)
+    return factor
+
+
+def _metric_step(factor, mass: np.ndarray, jac: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The step s of least M norm with Φ_x s = target: M⁻¹Φ_xᵀ(Φ_x M⁻¹Φ_xᵀ)⁻¹ target through the factor of M, or
+    the whole KKT matrix where there is none (`_projection_factor`)."""
+    if factor is None:
+        return constrained_acceleration(mass, np.zeros(len(mass)), None, jac, target, method="kkt")[0]
+    minv_jt = factor_solve(factor, jac.T)
+    return minv_jt @ np.linalg.solve(jac @ minv_jt, target)
 
 
 def constrained_accelerations(model, x, xd, tau=None, t: float = 0.0, *,
@@ -94,9 +136,9 @@ def project_velocities(model, x, xd, t: float = 0.0) -> np.ndarray:
         return xd.copy()
     _, jac, phi_t, _ = cset.all_terms(x, None, t)
     check_rank(jac, cset.names, x, t, xd)
-    factor = mass_factor(mass_matrix_and_bias(model, x)[0], x, t)
-    minv_jt = factor_solve(factor, jac.T)
-    return xd - minv_jt @ np.linalg.solve(jac @ minv_jt, jac @ xd + phi_t)
+    mass = mass_matrix_and_bias(model, x)[0]
+    factor = _projection_factor(model, mass, jac, x, xd, t)
+    return xd + _metric_step(factor, mass, jac, -(jac @ xd + phi_t))
 
 
 def project_positions(model, x, t: float = 0.0, *, tolerance: float = 1e-12,
@@ -109,16 +151,16 @@ def project_positions(model, x, t: float = 0.0, *, tolerance: float = 1e-12,
     cset = constraint_set(model)
     if cset.n == 0:
         return x
-    factor = mass_factor(mass_matrix_and_bias(model, x)[0], x, t)
+    mass = mass_matrix_and_bias(model, x)[0]
+    factor = _projection_factor(model, mass, cset.jacobian(x), x, None, t)
     scale = max([np.linalg.norm(b.translation) for b in model.bodies] + [1.0])
     for _ in range(max_iterations):
         phi, jac, _, _ = cset.all_terms(x, None, t)
         if np.max(np.abs(phi)) <= tolerance * scale:
             return x
-        minv_jt = factor_solve(factor, jac.T)
         try:
-            step = -minv_jt @ np.linalg.solve(jac @ minv_jt, phi)
-        except np.linalg.LinAlgError:
+            step = _metric_step(factor, mass, jac, -phi)
+        except (np.linalg.LinAlgError, SolverError):
             break
         x = model.integrate_configuration(x, step, 1.0)
     phi = cset.residual(x, t)
