@@ -26,7 +26,7 @@ def _kernel_name(dispatcher) -> str:
 
 def install_recorder(folder: str) -> None:
     """Record every numba compile of this process (dispatchers through numba's "numba:compile" event; C callables,
-    `core.jit.function_address`, through their `compile`) into folder/compiles-<pid>.jsonl. Nested compiles (the
+    `core.jit.function_address`, through numba's `CFunc._compile_uncached`) into folder/compiles-<pid>.jsonl. Nested compiles (the
     kernels a caller compiles while it is typed) are recorded each with its own line; `exclusive` leaves theirs out."""
     from numba.core import ccallback, event
 
@@ -62,18 +62,16 @@ def install_recorder(folder: str) -> None:
             end()
 
     event.register("numba:compile", Recorder())
-    compile_cfunc = ccallback.CFunc.compile
+    compile_cfunc = ccallback.CFunc._compile_uncached   # (`compile` loads from the cache or calls this)
 
-    def compile(self):
-        if self._compiled:
-            return compile_cfunc(self)
+    def compile_uncached(self):
         start(_kernel_name(self), str(self._sig), False)
         try:
             return compile_cfunc(self)
         finally:
             end()
 
-    ccallback.CFunc.compile = compile
+    ccallback.CFunc._compile_uncached = compile_uncached
 
 
 def totals(folder: str) -> tuple[dict, float, float]:
