@@ -439,7 +439,8 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
     step from Python for well under a microsecond (the public calls' entry) does not win back. `nrt=False` compiles
     it without numba's reference-counting runtime (a thin entry from Python that allocates nothing and returns no
     array: its wrapper then converts an array argument without allocating a memory-info record for it, and the
-    kernels it calls count no references on it — `pipeline.stages.forward_entry_py`)."""
+    kernels it calls count no references on it — `pipeline.stages.forward_entry_py`); the kernels it calls keep
+    their own switch (each kernel's is explicit: numba gives a callee compiled inside it its caller's)."""
     error_model = _error_model(function)
     if not compiling():
         key = (function, inline, variant, error_model)
@@ -471,9 +472,9 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
             _drop_stale_cache(target, digest)
         _announce_compiles()
         _KERNEL_CODES.add(function.__code__)
-        options = {"cache": True, "nogil": nogil, "error_model": error_model}
-        if not nrt:
-            options["_nrt"] = False
+        # the runtime switch given either way: numba gives a kernel without one its caller's, so a kernel first
+        # compiled inside an NRT-free kernel's compile would lose the runtime (and be cached so for every caller)
+        options = {"cache": True, "nogil": nogil, "error_model": error_model, "_nrt": nrt}
         if inline:
             options["inline"] = "always"
         kernel = _guard_cache(numba.njit(**options)(target))

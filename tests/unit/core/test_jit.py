@@ -398,3 +398,39 @@ def test_a_second_run_of_a_loop_model_finds_its_stepper_entry_without_typing_its
     second = run()
     assert typed == []
     assert np.array_equal(first.q, second.q) and np.array_equal(first.v, second.v)
+
+
+NRT_CALLEE = """
+import numpy as np
+
+
+def _triangle_py(n):
+    return np.arange(n).sum()   # allocates an array: needs numba's reference-counting runtime
+"""
+NRT_CALLER = """
+def _entry_py(n):
+    return _TRIANGLE(n)   # bound by core.jit
+"""
+NRT_RUN = """
+import callee, caller
+from biobullet.core import jit
+triangle = jit.compiled(callee._triangle_py)
+entry = jit.compiled(caller._entry_py, bind={"_TRIANGLE": triangle}, nrt=False)
+print(entry(10), triangle(10))
+"""
+
+
+@needs_numba
+def test_a_kernel_first_compiled_inside_an_nrt_free_kernel_keeps_the_runtime(tmp_path: Path) -> None:
+    """`compiled(nrt=False)` (the public calls' forward kernel): a kernel it calls that is compiled inside its compile
+    keeps its own runtime switch. numba gives a callee without an explicit switch its caller's: the allocating callee
+    then failed to compile (and a callee that compiled so would be cached without the runtime for every caller).
+    Expected: Σ_{k<10} k = 45 from both, the NRT-free entry and the callee called from Python."""
+    (tmp_path / "callee.py").write_text(textwrap.dedent(NRT_CALLEE))
+    (tmp_path / "caller.py").write_text(textwrap.dedent(NRT_CALLER))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), str(PLUGIN)])}
+    result = subprocess.run([sys.executable, "-c", NRT_RUN], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["45", "45"]
