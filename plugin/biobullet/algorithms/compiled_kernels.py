@@ -210,16 +210,19 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
     nb = meta.shape[0]
     work = (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, n_tangent)), np.empty((2, nb, 10)),
             np.empty((2, 3, 3)), np.zeros((n_tangent, n_tangent)), np.zeros(n_tangent),
-            np.empty((3, nb if need_bias else 0, 6)))   # (as `tree_work`, the bias pass's motion only if asked)
+            np.empty((3, nb if need_bias else 0, 6)),   # (as `tree_work`, the bias pass's motion only if asked)
+            np.zeros(x.shape[0] + 1))
     return _tree_into(meta, body, x, xd, xdd, gravity, need_mass, need_bias, has_xdd, work)
 
 
-def tree_work(nb: int, n_tangent: int) -> tuple:
-    """The work and result arrays of `_tree_dynamics_into_py` for a tree of nb bodies and n_tangent directions:
-    rot, pos, sub (zero: each body writes its own columns), the inertias, 3 × 3 scratch, M, h and the bias pass's
-    motion."""
+def tree_work(nb: int, n_tangent: int, n_config: int) -> tuple:
+    """The work and result arrays of `_tree_dynamics_into_py` for a tree of nb bodies, n_tangent directions and
+    n_config coordinates: rot, pos, sub (zero: each body writes its own columns), the inertias, 3 × 3 scratch, M,
+    h, the bias pass's motion, and the x the placements and inertias were computed at (n_config values, then 1.0
+    when they are current: 0.0 here, none yet)."""
     return (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, n_tangent)), np.empty((2, nb, 10)),
-            np.empty((2, 3, 3)), np.zeros((n_tangent, n_tangent)), np.zeros(n_tangent), np.empty((3, nb, 6)))
+            np.empty((2, 3, 3)), np.zeros((n_tangent, n_tangent)), np.zeros(n_tangent), np.empty((3, nb, 6)),
+            np.zeros(n_config + 1))
 
 
 def _tree_dynamics_into_py(meta, body, x, xd, xdd, gravity, need_mass, need_bias, has_xdd, work):
@@ -232,40 +235,53 @@ def _tree_dynamics_into_py(meta, body, x, xd, xdd, gravity, need_mass, need_bias
     composite inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint
     shoulder). Into the arrays of `work` (`tree_work`: a caller that evaluates one tree again and again — the
     pipeline's Data — allocates them once; an allocation costs ≈ 0.035 µs, eight of them a third of a small tree's
-    call); M and h are two of them, returned."""
+    call); M and h are two of them, returned. The bodies' placements and inertias are computed only where x is not
+    the last call's, entry by entry (`placed_at`: M then h at one state — a control loop's τ = M a + h, the public
+    calls' pair — places the bodies once; a run's states never repeat, the test costs n_config comparisons)."""
     nb = meta.shape[0]
-    rot, pos, sub, inertias, scratch, mass, tau, motion = work
-    n_tangent = sub.shape[1]
+    rot, pos, sub, inertias, scratch, mass, tau, motion, placed_at = work
     inertia = inertias[0]   # m, m c (3), I_O (6) of each body, then the composite ones
     loc = scratch[0]
     jr = scratch[1]
-    for i in range(nb):
-        _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
-        if _is_anchor(meta, i):
-            _anchor_body(meta, body, i, rot, pos, sub)
-        p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
-        m = body[i, 15]
-        cb0, cb1, cb2 = body[i, 16], body[i, 17], body[i, 18]
-        c0 = rot[i, 0, 0] * cb0 + rot[i, 0, 1] * cb1 + rot[i, 0, 2] * cb2 + p0
-        c1 = rot[i, 1, 0] * cb0 + rot[i, 1, 1] * cb1 + rot[i, 1, 2] * cb2 + p1
-        c2 = rot[i, 2, 0] * cb0 + rot[i, 2, 1] * cb1 + rot[i, 2, 2] * cb2 + p2
-        # Ic = R I Rᵀ: W = I Rᵀ first (9 × 3 products), then R W (upper triangle)
-        for a in range(3):
-            for b in range(3):
-                loc[a, b] = (body[i, 19 + 3 * a] * rot[i, b, 0] + body[i, 20 + 3 * a] * rot[i, b, 1]
-                             + body[i, 21 + 3 * a] * rot[i, b, 2])
-        # I_O = R W + m (|c|² 1 − c cᵀ) (upper triangle)
-        cc = c0 * c0 + c1 * c1 + c2 * c2
-        inertia[i, 0] = m
-        inertia[i, 1], inertia[i, 2], inertia[i, 3] = m * c0, m * c1, m * c2
-        for a, b, k in ((0, 0, 4), (1, 1, 5), (2, 2, 6), (0, 1, 7), (0, 2, 8), (1, 2, 9)):
-            inertia[i, k] = rot[i, a, 0] * loc[0, b] + rot[i, a, 1] * loc[1, b] + rot[i, a, 2] * loc[2, b]
-        inertia[i, 4] += m * (cc - c0 * c0)
-        inertia[i, 5] += m * (cc - c1 * c1)
-        inertia[i, 6] += m * (cc - c2 * c2)
-        inertia[i, 7] -= m * c0 * c1
-        inertia[i, 8] -= m * c0 * c2
-        inertia[i, 9] -= m * c1 * c2
+    n_config = x.shape[0]
+    current = placed_at[n_config] != 0.0
+    if current:
+        for k in range(n_config):
+            if x[k] != placed_at[k]:   # (NaN: never equal, placed again)
+                current = False
+                break
+    if not current:
+        placed_at[n_config] = 0.0
+        for i in range(nb):
+            _place_body(meta, body, x, i, loc, jr, rot, pos, sub)
+            if _is_anchor(meta, i):
+                _anchor_body(meta, body, i, rot, pos, sub)
+            p0, p1, p2 = pos[i, 0], pos[i, 1], pos[i, 2]
+            m = body[i, 15]
+            cb0, cb1, cb2 = body[i, 16], body[i, 17], body[i, 18]
+            c0 = rot[i, 0, 0] * cb0 + rot[i, 0, 1] * cb1 + rot[i, 0, 2] * cb2 + p0
+            c1 = rot[i, 1, 0] * cb0 + rot[i, 1, 1] * cb1 + rot[i, 1, 2] * cb2 + p1
+            c2 = rot[i, 2, 0] * cb0 + rot[i, 2, 1] * cb1 + rot[i, 2, 2] * cb2 + p2
+            # Ic = R I Rᵀ: W = I Rᵀ first (9 × 3 products), then R W (upper triangle)
+            for a in range(3):
+                for b in range(3):
+                    loc[a, b] = (body[i, 19 + 3 * a] * rot[i, b, 0] + body[i, 20 + 3 * a] * rot[i, b, 1]
+                                 + body[i, 21 + 3 * a] * rot[i, b, 2])
+            # I_O = R W + m (|c|² 1 − c cᵀ) (upper triangle)
+            cc = c0 * c0 + c1 * c1 + c2 * c2
+            inertia[i, 0] = m
+            inertia[i, 1], inertia[i, 2], inertia[i, 3] = m * c0, m * c1, m * c2
+            for a, b, k in ((0, 0, 4), (1, 1, 5), (2, 2, 6), (0, 1, 7), (0, 2, 8), (1, 2, 9)):
+                inertia[i, k] = rot[i, a, 0] * loc[0, b] + rot[i, a, 1] * loc[1, b] + rot[i, a, 2] * loc[2, b]
+            inertia[i, 4] += m * (cc - c0 * c0)
+            inertia[i, 5] += m * (cc - c1 * c1)
+            inertia[i, 6] += m * (cc - c2 * c2)
+            inertia[i, 7] -= m * c0 * c1
+            inertia[i, 8] -= m * c0 * c2
+            inertia[i, 9] -= m * c1 * c2
+        for k in range(n_config):
+            placed_at[k] = x[k]
+        placed_at[n_config] = 1.0
 
     mass[:, :] = 0.0
     if need_mass:

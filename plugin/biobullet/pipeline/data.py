@@ -109,7 +109,8 @@ class Data:
         self.arrays = DataArrays(np.zeros(compiled.n_config), np.zeros(n_tangent), np.zeros((n_tangent, nv)),
                                  np.zeros(n_tangent), np.zeros(n_tangent), np.zeros(nv), np.zeros((nv, nv)),
                                  np.zeros(2), np.zeros((nv, nv)), np.zeros(nv), np.zeros((n_tangent, nv)),
-                                 np.zeros(nv, dtype=np.int64), tree_work(compiled.tree_meta.shape[0], n_tangent),
+                                 np.zeros(nv, dtype=np.int64),
+                                 tree_work(compiled.tree_meta.shape[0], n_tangent, compiled.n_config),
                                  np.zeros(compiled.nq + 2), warm, loop_namespace(self._loop_parts))
         self.acceleration = np.zeros(nv)   # `forward`'s v̇ when no output array is given
         self.zero_velocity = np.zeros(nv)   # v of the mass-matrix call; Q of a call without forces

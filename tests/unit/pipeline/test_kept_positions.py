@@ -104,3 +104,33 @@ def test_a_declined_call_clears_the_kept_state():
     assert model.workspace.arrays.positions[-1] == 0.0
     _agree(model.bias_forces(q, v), check.bias_forces(q, v, formulation="reduced_pinocchio"))
     _agree(model.mass_matrix(q), check.mass_matrix(q, formulation="reduced_pinocchio"))
+
+
+@pytest.mark.parametrize("name", MODELS + ["arm7"])
+def test_the_tree_placements_are_taken_only_at_the_same_joint_layout(name):
+    """The tree kernel places the bodies and computes their inertias only where x is not its last call's
+    (`algorithms.compiled_kernels._tree_dynamics_into_py`, the tree work's `placed_at`). After `mass_matrix(q)`
+    the bodies' inertias in the tree work are scaled by 2: `bias_forces(q, v)` at the same values reads them (h is
+    off: they were taken, not computed again); at the same array changed in place, and at another t of the
+    prosthesis (its x moves with t), h, v̇ and M agree with the check formulation."""
+    model, check = biobullet.load_model(name), biobullet.load_model(name)
+    rng = np.random.default_rng(242)
+    q0, _ = model.initial_state()
+    v = rng.normal(size=model.nv)
+    inertias = model.workspace.arrays.tree_work[3]
+    q = q0 + 0.01 * rng.uniform(-1.0, 1.0, model.nq)
+    expected = check.bias_forces(q, v, formulation="reduced_pinocchio")
+    model.mass_matrix(q)
+    inertias *= 2.0
+    assert _differ(model.bias_forces(q.copy(), v), expected)   # taken: the scaled inertias
+    model.mass_matrix(q)
+    inertias *= 2.0
+    q += 1e-3
+    _agree(model.bias_forces(q, v), check.bias_forces(q, v, formulation="reduced_pinocchio"))
+    _agree(model.forward_dynamics(q, v), check.forward_dynamics(q, v, formulation="reduced_pinocchio"))
+    _agree(model.mass_matrix(q), check.mass_matrix(q, formulation="reduced_pinocchio"))
+    model.mass_matrix(q, 0.0)
+    inertias *= 2.0
+    t = 0.05 if name == "prosthesis_fourbar" else 0.0
+    if t:
+        _agree(model.bias_forces(q, v, t), check.bias_forces(q, v, t, formulation="reduced_pinocchio"))
