@@ -93,8 +93,7 @@ class ValidationReport:
             lines.append(f"{c.quantity:<{wq}} {c.formulation:<{wf}} {c.oracle:<{wo}} {c.max_abs_error:>10.2e} "
                          f"{c.max_rel_error:>10.2e} {c.tolerance:>8.0e}  {'yes' if c.ok else 'NO'}"
                          + (f"  ({c.error})" if c.error else ""))
-        lines.append(REL_TEXT)
-        lines += [f"note: {note}" for note in self.notes]
+        lines += [f"note: {note}" for note in (REL_TEXT, *self.notes)]
         return "\n".join(lines)
 
 
