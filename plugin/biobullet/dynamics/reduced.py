@@ -72,18 +72,19 @@ def _declined(model, q, v, t: float, what: str, tau=None):
     if index is not None and what == "forward dynamics":
         reason = singular_mass_text(model.velocity_names, index)
     elif mass is not None and index is None:   # M is regular here: the velocities or the forces overflowed
-        reason = _overflow_text(model, q, v, t, what, tau)
+        reason = _overflow_text(model, q, v, t, what, tau, mass)
     else:
         reason = (singular_mass_text(model.velocity_names, None) + ", or a result is not finite (the model's "
                   "magnitudes overflow double precision, or the state is out of range)")
     raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: {reason}")
 
 
-def _overflow_text(model, q, v, t: float, what: str, tau) -> str:
+def _overflow_text(model, q, v, t: float, what: str, tau, mass: np.ndarray) -> str:
     """Why a call whose M is regular declined, naming the quantity that is not finite: the bias forces h(q, v)
     (at the fastest coordinate), for v̇ = M⁻¹ (Q − h) the generalized forces Q, Q − h or the accelerations
     themselves (each at its first non-finite coordinate); or, where all of them are finite when evaluated again
-    here, that the pipeline's own evaluation disagreed (the text then names no quantity it did not find)."""
+    here, that the pipeline's own evaluation disagreed (the text then names no quantity it did not find). `mass`:
+    M_r at (q, t), regular."""
     names = model.velocity_names
     speeds = np.abs(model.checked("v", v, model.nv))
     fastest = f"largest speed |v| = {float(speeds.max(initial=0.0)):.3g}"
@@ -94,10 +95,10 @@ def _overflow_text(model, q, v, t: float, what: str, tau) -> str:
                 f"|v| = {speeds[k]:.3g} on {names[k]!r} (the state ran away: check the forces that drive it and "
                 "the initial state)")
     if what == "forward dynamics":
-        mass = model.workspace.mass_matrix(model, q, t)
         forces = model.checked("tau", tau, model.nv) if tau is not None else np.zeros(model.nv)
-        rhs = forces - bias
-        accel = np.linalg.solve(mass, rhs) if mass is not None and np.isfinite(rhs).all() else None
+        with np.errstate(over="ignore", invalid="ignore"):   # (what overflows is named below, not warned about)
+            rhs = forces - bias
+            accel = np.linalg.solve(mass, rhs) if np.isfinite(rhs).all() else None
         for quantity, values in (("the generalized force Q", forces), ("Q − h", rhs), ("the acceleration", accel)):
             bad = np.flatnonzero(~np.isfinite(values)) if values is not None else ()
             if len(bad):
