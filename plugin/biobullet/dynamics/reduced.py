@@ -72,31 +72,45 @@ def _declined(model, q, v, t: float, what: str, tau=None):
     if index is not None and what == "forward dynamics":
         reason = singular_mass_text(model.velocity_names, index)
     elif mass is not None and index is None:   # M is regular here: the velocities or the forces overflowed
-        reason = _overflow_text(model, q, v, t, what, tau)
+        reason = _overflow_text(model, q, v, t, what, tau, mass)
     else:
         reason = (singular_mass_text(model.velocity_names, None) + ", or a result is not finite (the model's "
                   "magnitudes overflow double precision, or the state is out of range)")
     raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: {reason}")
 
 
-def _overflow_text(model, q, v, t: float, what: str, tau) -> str:
-    """Why a call whose M is regular declined: the bias forces h(q, v) overflow (naming the fastest coordinate),
-    or, for v̇ = M⁻¹ (Q − h), the generalized forces Q (naming the largest)."""
+def _overflow_text(model, q, v, t: float, what: str, tau, mass: np.ndarray) -> str:
+    """Why a call whose M is regular declined, naming the quantity that is not finite: the bias forces h(q, v)
+    (at the fastest coordinate), for v̇ = M⁻¹ (Q − h) the generalized forces Q, Q − h or the accelerations
+    themselves (each at its first non-finite coordinate); or, where all of them are finite when evaluated again
+    here, that the pipeline's own evaluation disagreed (the text then names no quantity it did not find). `mass`:
+    M_r at (q, t), regular."""
     names = model.velocity_names
     speeds = np.abs(model.checked("v", v, model.nv))
+    fastest = f"largest speed |v| = {float(speeds.max(initial=0.0)):.3g}"
     bias = model.workspace.bias_forces(model, q, v, t)
-    if bias is None or what == "bias forces":
+    if bias is None:
         k = int(np.argmax(speeds))
-        return (f"the accelerations are not finite (the mass matrix is regular here): the velocity terms h(q, v) "
-                f"overflow at |v| = {speeds[k]:.3g} on {names[k]!r} (the state ran away: check the forces that "
-                "drive it and the initial state)")
-    forces = np.abs(model.checked("tau", tau, model.nv)) if tau is not None else np.zeros(model.nv)
-    bias = np.abs(bias)
-    k, j = int(np.argmax(forces)), int(np.argmax(bias))
-    which = (f"the generalized force |Q| = {forces[k]:.3g} on {names[k]!r}" if forces[k] >= bias[j] else
-             f"the bias force |h| = {bias[j]:.3g} on {names[j]!r}")
-    return (f"the accelerations M⁻¹ (Q − h) are not finite (the mass matrix is regular here): {which} overflows "
-            f"double precision (largest speed |v| = {float(speeds.max(initial=0.0)):.3g})")
+        return (f"the velocity terms h(q, v) are not finite (the mass matrix is regular here): they overflow at "
+                f"|v| = {speeds[k]:.3g} on {names[k]!r} (the state ran away: check the forces that drive it and "
+                "the initial state)")
+    if what == "forward dynamics":
+        forces = model.checked("tau", tau, model.nv) if tau is not None else np.zeros(model.nv)
+        with np.errstate(over="ignore", invalid="ignore"):   # (what overflows is named below, not warned about)
+            rhs = forces - bias
+            accel = np.linalg.solve(mass, rhs) if np.isfinite(rhs).all() else None
+        for quantity, values in (("the generalized force Q", forces), ("Q − h", rhs), ("the acceleration", accel)):
+            bad = np.flatnonzero(~np.isfinite(values)) if values is not None else ()
+            if len(bad):
+                k = int(bad[0])
+                return (f"{quantity} on {names[k]!r} is not finite (the mass matrix is regular here; |h| ≤ "
+                        f"{float(np.abs(bias).max(initial=0.0)):.3g}, |Q| ≤ "
+                        f"{float(np.nanmax(np.abs(forces), initial=0.0)):.3g}): it overflows double precision "
+                        f"({fastest})")
+    found = "h, Q and M⁻¹ (Q − h) are" if what == "forward dynamics" else "h is"
+    return (f"the pipeline declined, but evaluated again here M is regular and {found} finite ({fastest}): its "
+            "joint-state stage disagreed with a fresh evaluation at this state (a stale warm start or kept state; "
+            "please report the model and the state)")
 
 
 class ProjectedFormulation(Formulation):

@@ -225,18 +225,30 @@ class Data:
         theirs: the entry converts but does not check.)"""
         if self._callback and not self._callback_state(model, q, v, t):
             return False
+        seeded_here = False
         if self._loops and not self._seeded:
             # the generic resolvers solve this state first even where every warm start is valid: after a decline
             # (a jump) the warm starts are still those of the last state, from which the stage declines again
-            self._seeded = self.start_loops(model, q, v, t)
+            self._seeded = seeded_here = self.start_loops(model, q, v, t)
             if not self._seeded:
                 return False   # no solution to start from: the callback stage solves (the next call starts from it)
         entry = self._forward or self._entry(q, v, tau, t, want, out_vector, out_matrix)
         if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
             return True
-        if self._loops:   # the callback stage continues from this branch; the next call from its solution
+        if not self._loops:
+            return False
+        # the loop stage declines where the generic resolver must decide (an input jump farther from the warm start
+        # than from the declared initial solution, no convergence, an ill-conditioned loop), the state restored:
+        # the generic resolvers solve this state (continuation) into the warm starts and the stage runs again from
+        # their solution — in this call: declined here, a call without a fallback ("reduced", `pipeline.forward`)
+        # refused a regular state that a fresh workspace (seeded at it) evaluates
+        self.bind_loops(model)
+        self._seeded = False
+        if not seeded_here and self.start_loops(model, q, v, t):
+            if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
+                self._seeded = True
+                return True
             self.bind_loops(model)
-            self._seeded = False
         return False
 
     def _public(self, model, q, v, tau, t, want: int, out) -> np.ndarray | None:
