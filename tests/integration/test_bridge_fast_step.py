@@ -161,3 +161,33 @@ def test_general_step_with_contacts_sees_late_force_elements(tmp_path):
             assert bridge.apply()[0] == pytest.approx(base[0], abs=1e-9 * abs(base[0]))
         finally:
             clear_added_force_elements(model)
+
+
+@pytest.mark.parametrize("kind", ["arm", "coupled_arm"])
+def test_floating_step_without_force_call_sees_late_force_elements(kind, tmp_path):
+    """A floating base skips the force stage's call while no element can act (`ForceStage.idle_below`: the URDF
+    stops far from their limits — the spherical arm on the plan without rows, the coupled arm on the read-rows
+    path); an element added after the bridge was made still counts from the next apply() exactly as if passed as
+    tau (the same solve), and is gone once cleared."""
+    from spherical_arms import ARM, COUPLED
+    (tmp_path / "arm.urdf").write_text(ARM if kind == "arm" else COUPLED)
+    model = biobullet.load_model(tmp_path / "arm.urdf", floating_base=True)
+    joint = "elbow"
+    with Bridge(model, dt=1e-3) as bridge:
+        for _ in range(5):
+            bridge.step()
+        assert bridge.watch.peak < bridge.forces.idle_below, "no element can act: the stage is not called"
+        base = bridge.apply().copy()
+        element = JointTorque("late_torque", joint, value=0.3)
+        try:
+            add_force_element(model, element)
+            with_element = bridge.apply().copy()
+            _, x, xd = bridge.state()
+            element_tau = element.generalized_force(model, x, xd, 0.0)
+            clear_added_force_elements(model)
+            scale = max(np.abs(base).max(), 1.0)
+            assert np.abs(with_element - bridge.apply(element_tau)).max() <= 1e-12 * scale
+            assert np.abs(with_element - base).max() > 0.1      # the element did act (0.3 N·m)
+            assert np.abs(bridge.apply() - base).max() <= 1e-12 * scale
+        finally:
+            clear_added_force_elements(model)

@@ -67,6 +67,7 @@ from biobullet.bridge.inertia import massless_base_error, massless_links, match_
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
 from biobullet.bridge.force_stage import ForceStage
+from biobullet.forces.collection import added_generation
 from biobullet.bridge.kernels import (END_MISSED, LOOP_EVALUATED, LOOP_GAP, LOOP_MISS, LOOP_RATIO, LOOP_SKIPPED,
                                      UNWATCHED)
 from biobullet.bridge.outside import JUMP_TOLERANCE, PROMISE, STEP_MATCH, massless_cause
@@ -1190,7 +1191,10 @@ class Bridge:
             if self._kernel_forces_only:
                 torque = self._with_forces(None, x, xd)
             torque, xdd = self._constrained_torque(x, xd, torque, self.time), self._solved_xdd
-        self._send(x, torque)
+        # `_send` of a fixed base in tree order (this path's only kind), without its call
+        p = self.pybullet
+        p.setJointMotorControlArray(self.body, self._joint_list, p.TORQUE_CONTROL, forces=torque.tolist(),
+                                    physicsClientId=self.client)
         self.last_torque = torque
         watch.sent(x, xd, xdd)
         self.time += self.dt
@@ -1227,7 +1231,9 @@ class Bridge:
                                      x, xd, xdd, -1.0)
             if not watch.observe(x, xd):
                 return None, x, xd
-        if self.forces.torque(x, xd, self.time, watch.peak) is not None:
+        forces = self.forces
+        if not (watch.peak < forces.idle_below and forces.generation == added_generation()) \
+                and forces.torque(x, xd, self.time, watch.peak) is not None:   # (no call while none can act)
             return None, x, xd
         self._xdd = xdd   # (the work array of this step's solves from here on)
         if self._kernel_stood(status, out, x, xd):
@@ -1292,7 +1298,9 @@ class Bridge:
         elif watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
             torque = contacts.after_jump()
         forces = self.forces
-        applied = forces.torque(x, xd, self.time, watch.peak)   # (no call while no stop can act)
+        # no stage call while no element can act (≈ 0.5 µs a step: `ForceStage.idle_below`)
+        applied = None if watch.peak < forces.idle_below and forces.generation == added_generation() \
+            else forces.torque(x, xd, self.time, watch.peak)
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied

@@ -101,7 +101,8 @@ class ForceStage:
 
     def __init__(self, model) -> None:
         self.model = model
-        self._generation: int | None = None
+        #: `forces.collection.added_generation()` when the element list was last read (`_refresh`)
+        self.generation: int | None = None
         self._elements: tuple = ()
         self._entry = None          # the compiled force stage's direct entry, or None: the Python hook
         self._arguments: tuple = ()  # (compiled model, data arrays, force rows) of that entry
@@ -115,15 +116,19 @@ class ForceStage:
         #: no element acts while every 1-DOF joint has |θ| below this (rad or m): the elements are stops alone
         #: (a URDF `<limit>` among them), each limit at least this far from 0 (0.0: no such bound)
         self.quiet_below = 0.0
+        #: `torque` returns None, without a call of the stage, for every peak below this while `generation` is
+        #: `added_generation()`: inf without elements, else `quiet_below` (the bridge tests it before the call)
+        self.idle_below = np.inf
         self._refresh()   # compiled (or loaded) now, not inside the first step
 
     def _refresh(self) -> None:
         """Re-read the element list and decide the compiled stage or the hook."""
-        self._generation = added_generation()
+        self.generation = added_generation()
         self._elements = force_elements(self.model)
         self._at = None
         self._entry = self._compiled_stage(self._elements) if self._elements else None
         self.quiet_below = self._quiet_bound()
+        self.idle_below = self.quiet_below if self._elements else np.inf
 
     def _quiet_bound(self) -> float:
         """`quiet_below` of the compiled joint-force kernel when its elements are stops alone: the smallest |limit|
@@ -213,7 +218,7 @@ class ForceStage:
     @property
     def elements(self) -> tuple:
         """The model's force elements now (the same tuple object until elements are added or cleared)."""
-        if self._generation != added_generation():
+        if self.generation != added_generation():
             self._refresh()
         return self._elements
 
@@ -222,7 +227,7 @@ class ForceStage:
         (and, for joint springs, stops and torques alone, when every entry is zero: no stop reached; for stops
         alone when peak — max |θ| over x's 1-DOF joints, known to the caller — is below `quiet_below`, without a
         call). The array may be the stage's buffer: read it (or add it to a new array) before the next call."""
-        if self._generation != added_generation():
+        if self.generation != added_generation():
             self._refresh()
         if not self._elements or peak < self.quiet_below:
             return None
