@@ -103,9 +103,11 @@ def _overflow_text(model, q, v, t: float, what: str, tau, mass: np.ndarray) -> s
             bad = np.flatnonzero(~np.isfinite(values)) if values is not None else ()
             if len(bad):
                 k = int(bad[0])
-                return (f"{quantity} on {names[k]!r} is not finite (the mass matrix is regular here; |h| ≤ "
-                        f"{float(np.abs(bias).max(initial=0.0)):.3g}, |Q| ≤ "
-                        f"{float(np.nanmax(np.abs(forces), initial=0.0)):.3g}): it overflows double precision "
+                magnitude = np.where(np.isfinite(forces), np.abs(forces), np.inf)
+                kq, kh = int(np.argmax(magnitude)), int(np.argmax(np.abs(bias)))
+                return (f"{quantity} on {names[k]!r} is not finite (the mass matrix is regular here): it overflows "
+                        f"double precision — the largest generalized force |Q| = {magnitude[kq]:.3g} on "
+                        f"{names[kq]!r}, the largest bias force |h| = {abs(bias[kh]):.3g} on {names[kh]!r} "
                         f"({fastest})")
     found = "h, Q and M⁻¹ (Q − h) are" if what == "forward dynamics" else "h is"
     return (f"the pipeline declined, but evaluated again here M is regular and {found} finite ({fastest}): its "
