@@ -774,15 +774,16 @@ def _run_options(model, baumgarte, excitations, events) -> tuple:
     (`events=f` was "'function' object is not iterable")."""
     from biobullet.core.events import Event
     if baumgarte is not None:
+        expected = "two finite gains (α, β) ≥ 0 in 1/s, e.g. (20.0, 20.0)"
         try:
-            pair = () if isinstance(baumgarte, (str, bytes)) else \
-                tuple(float(value) for value in baumgarte if not isinstance(value, (str, bytes, bool)))
-        except (TypeError, ValueError):
-            pair = ()
-        if len(pair) != 2 or not all(math.isfinite(gain) and gain >= 0 for gain in pair):
-            raise ModelError(f"is {baumgarte!r:.40}", argument="baumgarte",
-                             expected="two finite gains (α, β) ≥ 0 in 1/s, e.g. (20.0, 20.0)")
-        baumgarte = pair
+            values = () if isinstance(baumgarte, (str, bytes)) else tuple(baumgarte)
+        except TypeError:
+            values = ()
+        if len(values) != 2:
+            raise ModelError(f"is {baumgarte!r:.40}", argument="baumgarte", expected=expected)
+        # number_argument refuses flags (NumPy's too: float(np.True_) read (np.True_, 10.0) as α = 1.0) and text
+        baumgarte = tuple(number_argument(value, "baumgarte", entry=gain, at_least=0.0, expected=expected)
+                          for gain, value in zip("αβ", values))
     if excitations is not None and not model.description.muscles:
         raise ModelError("excitations given, but the model has no muscles (they would be ignored)",
                          file=model.file, argument="excitations", expected="a model with <muscle> elements, or none")
