@@ -103,6 +103,33 @@ def _is_flag(value: Any) -> bool:
     return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
 
 
+#: item types of a list that `first_flag` passes without a closer look
+_PLAIN_NUMBERS = frozenset((float, int))
+
+
+def first_flag(values: Any) -> int | None:
+    """Flat index of the first bool (Python's or NumPy's) among a vector's values — 0 for a bool array or a lone
+    flag —, None when there is none: NumPy reads [True, 0.5] as [1.0, 0.5], so a flag would be taken as the number
+    1. Lists and tuples (nested too) are scanned: for the paths that convert a value, not a float64 array's."""
+    if isinstance(values, (list, tuple)):
+        if {type(item) for item in values} <= _PLAIN_NUMBERS:   # (the common list of floats: one pass, no call
+            return None                                         # per item)
+        for k, item in enumerate(_flat_items(values)):
+            if _is_flag(item) or getattr(getattr(item, "dtype", None), "kind", None) == "b":
+                return k
+        return None
+    return 0 if _is_flag(values) or getattr(getattr(values, "dtype", None), "kind", None) == "b" else None
+
+
+def _flat_items(values: list | tuple) -> Iterator[Any]:
+    """The items of nested lists and tuples in NumPy's (row-major) order."""
+    for item in values:
+        if isinstance(item, (list, tuple)):
+            yield from _flat_items(item)
+        else:
+            yield item
+
+
 def _not_a_real_number(value: Any) -> bool:
     """Whether `value` is no real number however `float()` reads it: None, text, bytes, a flag (Python's or
     NumPy's: `float(np.True_)` is 1.0), a complex number, or a NumPy scalar or array whose dtype is none of the

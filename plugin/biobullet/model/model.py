@@ -15,7 +15,7 @@ from typing import Callable, Mapping, TypeVar
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.core.arguments import number_argument, time_argument
+from biobullet.core.arguments import first_flag, number_argument, time_argument
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.model.coordinates import CoordinateMap, ExplicitFunction, finite_weights, readonly
 from biobullet.model.description import ModelDescription
@@ -147,7 +147,14 @@ class Model:
         except (TypeError, ValueError):   # a ragged nesting ([1, [2, 3]]) or an object NumPy cannot read
             raise ModelError(f"argument {name!r} is not a vector of real numbers (got {type(value).__name__} that "
                              "NumPy cannot read as one array)", file=self.file, expected=f"{size} floats") from None
-        if array.dtype.kind not in "biuf":   # strings, None, complex numbers, objects: no silent float()
+        flag = first_flag(value)   # (NumPy reads [True, 0.5] as [1.0, 0.5]: a flag would be taken as 1)
+        if flag is not None:
+            names = self.coordinate_names if name == "q" else self.velocity_names if size == self.nv else ()
+            what = "is an array of bools, not of numbers" if array.dtype.kind == "b" else \
+                f"entry {flag}{f' ({names[flag]})' if flag < len(names) else ''} is a bool, not a number"
+            raise ModelError(f"argument {name!r}: {what}", file=self.file,
+                             expected=f"{size} real numbers")
+        if array.dtype.kind not in "iuf":   # strings, None, complex numbers, objects: no silent float()
             raise ModelError(f"argument {name!r} is not a vector of real numbers (got {type(value).__name__}"
                              f"{'' if array.dtype.kind == 'O' else f' of dtype {array.dtype}'})", file=self.file,
                              expected=f"{size} floats")

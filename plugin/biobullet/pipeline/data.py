@@ -33,7 +33,7 @@ from biobullet.algorithms.compiled_kernels import tree_work
 from biobullet.constraints.newton_kernel import (LoopWarm, loop_namespace, loop_parts, loop_record, loop_warm,
                                                  newton_work)
 from biobullet.core import jit
-from biobullet.core.arguments import time_argument
+from biobullet.core.arguments import first_flag, time_argument
 from biobullet.pipeline.compiled_model import CALLBACK_STATE, CompiledModel, empty_loop_table
 from biobullet.pipeline.stages import ACCELERATION, BIAS, MASS
 
@@ -50,7 +50,9 @@ def _vector(value, size: int) -> np.ndarray | None:
         array = np.asarray(value)
     except (TypeError, ValueError):
         return None
-    if array.dtype.kind not in "biuf":   # text, None, complex: `Model.checked` reports it
+    if array.dtype.kind not in "iuf":   # text, None, complex, a bool array: `Model.checked` reports it
+        return None
+    if type(value) is not _NDARRAY and first_flag(value) is not None:   # [True, 0.5] reads as [1.0, 0.5]
         return None
     array = array.astype(float).reshape(-1)
     return array if array.shape == (size,) else None
