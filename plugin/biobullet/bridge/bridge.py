@@ -59,7 +59,7 @@ import numpy as np
 from biobullet.bridge.lifecycle import (attach, check_divergence, ensure_owned_body, ensure_usable, is_closed,
                                         mark_closed)
 from biobullet.core.native import import_pybullet
-from biobullet.core.arguments import number_argument
+from biobullet.core.arguments import first_flag, number_argument
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.jit import direct_entry
 from biobullet.bridge.connection import load_body, loaded_base_pose, prepare_body, resolve_client
@@ -1789,16 +1789,16 @@ def _by_name(values: Mapping, names: tuple[str, ...], argument: str, model) -> n
 
 
 def _refuse_flags(values, argument: str, names: tuple[str, ...]) -> None:
-    """ModelError naming the argument and the entry for a bool among a vector's values (NumPy reads [True, 0.5] as
-    [1.0, 0.5]: a flag would be sent as 1 N·m); text and other non-numbers are `Model.checked`'s."""
-    if getattr(values, "dtype", None) == "bool":
+    """ModelError naming the argument and the entry for a bool among a vector's values (`core.arguments.first_flag`:
+    NumPy reads [True, 0.5] as [1.0, 0.5], a flag would be sent as 1 N·m); text and other non-numbers are
+    `Model.checked`'s."""
+    k = first_flag(values)
+    if k is None:
+        return
+    if getattr(getattr(values, "dtype", None), "kind", None) == "b":
         raise ModelError("is an array of bools, not of numbers", argument=argument, expected="real numbers (N·m or N)")
-    if isinstance(values, (list, tuple)):
-        for k, value in enumerate(values):
-            if isinstance(value, (bool, np.bool_)):
-                entry = repr(names[k]) if k < len(names) else f"entry {k}"
-                raise ModelError(f"{entry}: not a number (got bool {value!r})", argument=argument,
-                                 expected="real numbers (N·m or N)")
+    entry = repr(names[k]) if k < len(names) else f"entry {k}"
+    raise ModelError(f"{entry}: not a number (got a bool)", argument=argument, expected="real numbers (N·m or N)")
 
 
 def constraint_terms(constraints, x: np.ndarray, xd: np.ndarray, t: float):

@@ -30,6 +30,14 @@ MASS_PIVOT_RATIO = 1e-14
 MASS_FLOOR_RATIO = 1e-12
 
 
+def model_reach(bodies: Sequence) -> float:
+    """L (m): Σ over non-root bodies of |joint origin| and over bodies of |centre of mass| — a bound of any centre of
+    mass's distance from its root's anchor (`direction_mass_bounds`; validate's physical scales)."""
+    # (a root body's own placement is left out: the recursions sum each root's subtree about its anchor, so a model
+    # mounted 100 km from the world origin keeps its own scale — tests/validation/test_far_from_origin.py)
+    return sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
+
+
 def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
     """Per tree direction k (n_tangent,) an upper bound of the tree's M[k, k] over configurations, in k's own
     units (kg for a translation, kg·m² for a rotation): Σ over the bodies b that k moves (ancestry[b, k] ≠ 0) of
@@ -39,9 +47,7 @@ def direction_mass_bounds(bodies: Sequence, ancestry: np.ndarray) -> np.ndarray:
     joint axis while no prismatic joint carries it farther (then the bound is lower than the true one, and so is
     the floor: never a refusal of a direction that moves mass). A rotation's M[k, k] = Σ a·I_c a + m d² ≤
     trace(I_c) + m L² (a unit axis); a translation's = Σ m."""
-    # (a root body's own placement is left out: the recursions sum each root's subtree about its anchor, so a model
-    # mounted 100 km from the world origin keeps its own scale — tests/validation/test_far_from_origin.py)
-    reach = sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
+    reach = model_reach(bodies)
     n_tangent = ancestry.shape[1] if ancestry.ndim == 2 else 0
     with np.errstate(over="ignore", invalid="ignore"):   # (a COM at 1e200 m: an infinite bound, no floor)
         moment = np.array([b.mass * np.float64(reach) ** 2 + float(np.trace(b.inertia_com)) for b in bodies])

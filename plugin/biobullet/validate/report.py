@@ -22,7 +22,7 @@ import numpy as np
 
 from biobullet.core.errors import BiobulletError, ModelError, SolverError, clean_message
 from biobullet.core.native import native_output
-from biobullet.spatial.dense import massless_coordinates
+from biobullet.spatial.dense import massless_coordinates, model_reach
 from biobullet.validate.oracles import ORACLE_NAMES, make_oracle, native_errors
 
 EXCLUDED_FORMULATIONS = ("reduced_pinocchio",)  # it IS Pinocchio: never check Pinocchio against itself
@@ -107,10 +107,10 @@ REL_TEXT = ("max rel = |ours − oracle| / the oracle's largest entry over the s
 def physical_scales(model) -> dict[str, float]:
     """The least scale of each compared quantity: M none (its own entries), h the gravity moment m·|g|·L of the
     bodies (m the total mass, L the model's reach: Σ |joint origins| + Σ |centres of mass|, as the massless floor
-    takes it, `spatial.dense.direction_mass_bounds`), q̈ that over the largest M entry a body can give (m L² +
+    takes it, `spatial.dense.model_reach`), q̈ that over the largest M entry a body can give (m L² +
     Σ trace I_c), the others UNIT_SCALE. 0 where the model has no mass or no gravity (then the oracle's own entries)."""
     bodies = model.bodies
-    reach = sum(float(np.linalg.norm(b.translation)) * (b.parent >= 0) + float(np.linalg.norm(b.com)) for b in bodies)
+    reach = model_reach(bodies)
     mass = sum(float(b.mass) for b in bodies)
     moment = float(np.linalg.norm(model.gravity)) * mass * reach
     inertia = mass * reach * reach + sum(float(np.trace(b.inertia_com)) for b in bodies)
