@@ -1,0 +1,97 @@
+"""An independent probe of the code that landed in the nineteenth session (5bea216..1fcc2d0) on inputs its authors
+did not try: the public calls' kept state and the tree kernel's placements, the multipliers' KKT path for singular
+trees, validate's scales, events at a cut, argument checks. Each defect found is a test here that failed on main,
+against an independent oracle (Pinocchio, a closed form).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import biobullet
+from biobullet.dynamics.multipliers import project_velocities
+
+pin = pytest.importorskip("pinocchio")
+
+ROOT = Path(__file__).parents[2]
+EPS = np.finfo(float).eps
+
+
+# ------------------------------------------------ multipliers: a held massless link beside an unheld combination
+def _cart_fourbar(tmp_path, slide_prescribed: bool) -> Path:
+    """The bundled four-bar knee hung from a massless 'cart' by a slider 'slide' along x (on a floating base, base x
+    minus slide moves no mass: each moves the knee, together nothing), plus a hinge 'spin' on the shank through a
+    0.3 kg point mass (a direction that moves no mass at all) driven by the joint function spin = 0.7 t (its row
+    holds it). slide_prescribed: slide = 0.3 t (a row holds base x minus slide too), else an independent
+    coordinate (nothing holds it)."""
+    text = (ROOT / "urdf" / "fourbar_knee.urdf").read_text(encoding="utf-8")
+    text = text.replace('<link name="thigh">', '''<link name="cart"/>
+  <joint name="slide" type="prismatic"><parent link="cart"/><child link="thigh"/><axis xyz="1 0 0"/>
+    <limit lower="-10" upper="10" effort="0" velocity="10"/></joint>
+  <link name="thigh">''', 1)
+    functions = '<joint_function joint="spin" type="expression" expression="w*t" parameters="w=0.7"/>'
+    if slide_prescribed:
+        functions += '<joint_function joint="slide" type="expression" expression="v*t" parameters="v=0.3"/>'
+    else:
+        text = text.replace('<coordinates names="knee_A"/>', '<coordinates names="knee_A slide"/>')
+    text = text.replace('<biobullet version="1">', f'''<link name="probe"><inertial><origin xyz="0.05 0 0"/>
+    <mass value="0.3"/><inertia ixx="0" iyy="0" izz="0" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="spin" type="continuous"><parent link="shank"/><child link="probe"/><origin xyz="0.01 0 -0.3"
+    rpy="0.2 0.1 0.3"/><axis xyz="1 0 0"/></joint>
+  <biobullet version="1">
+    {functions}''', 1)
+    path = tmp_path / f"cart_fourbar_{'held' if slide_prescribed else 'free'}.urdf"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _states(model, seed: int, count: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        q = model.integrate_configuration(model.neutral_configuration(), rng.uniform(-0.5, 0.5, model.nv), 1.0)
+        yield q, rng.uniform(-1.0, 1.0, model.nv), rng.uniform(-1.0, 1.0, model.nv)
+
+
+def test_multipliers_refuse_an_unheld_combination_beside_a_held_massless_link(tmp_path):
+    """Pinocchio's CRBA of the tree: spin's diagonal entry is round-off (the point mass on its axis) and M d = 0
+    for d = base_vx − slide (the cart has no mass) — at every base orientation, the slide being along the base's x.
+    The loop's rows read the knee's links only and spin's function row spin alone, so Φ_x d = 0: the KKT matrix is
+    singular along (d, 0) and ẍ + s·d solves it for every s — no acceleration is defined. `multipliers` must refuse
+    naming base_vx and slide, as it does without the spin hinge (test_unseen41). On main it saw the held massless
+    spin, solved the whole KKT matrix and returned a finite, meaningless q̈ (base_vx = slide = −2.45 m/s², the
+    minimum-norm split, at the first state here)."""
+    path = _cart_fourbar(tmp_path, slide_prescribed=False)
+    pin_model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    mass = pin.crba(pin_model, pin_model.createData(), pin.neutral(pin_model))
+    mass = np.triu(mass) + np.triu(mass, 1).T
+    spin = pin_model.joints[pin_model.getJointId("spin")].idx_v
+    slide = pin_model.joints[pin_model.getJointId("slide")].idx_v
+    direction = np.zeros(pin_model.nv)
+    direction[0], direction[slide] = 1.0, -1.0   # the free flyer's first velocity: along the base's x
+    assert abs(mass[spin, spin]) <= 1e-15
+    assert np.max(np.abs(mass @ direction)) <= 10 * EPS * np.max(np.abs(mass))
+    model = biobullet.load_model(path, floating_base=True)
+    assert model.velocity_names[0] == "base_vx" and "slide" in model.velocity_names
+    for q, v, tau in _states(model, 3, 3):
+        with pytest.raises(biobullet.SolverError, match=r"singular along the motion.*'base_vx'.*'slide'.*no "
+                                                        r"constraint row holds that motion"):
+            model.forward_dynamics(q, v, tau, t=0.2, formulation="multipliers")
+        x, xd, _, _ = model.joint_state(q, v, 0.2)
+        with pytest.raises(biobullet.SolverError, match=r"'base_vx'.*'slide'.*no constraint row holds"):
+            project_velocities(model, x, xd, 0.2)   # (the projections' rule: refused on main too)
+
+
+def test_multipliers_solve_a_held_combination_beside_a_held_massless_link(tmp_path):
+    """The same tree with slide = 0.3 t (its row holds base x minus slide): the KKT matrix is regular and
+    `multipliers` equals `reduced_pinocchio` (Pinocchio's CRBA + RNEA projected by the loop's and the functions' G)
+    to 10·cond(M_r)·ε, as in test_unseen41 — the refusal above is not extended to a model that is solvable."""
+    model = biobullet.load_model(_cart_fourbar(tmp_path, slide_prescribed=True), floating_base=True)
+    assert "slide" not in model.velocity_names
+    for q, v, tau in _states(model, 4, 3):
+        expected = model.forward_dynamics(q, v, tau, t=0.2, formulation="reduced_pinocchio")
+        reduced = model.mass_matrix(q, t=0.2, formulation="reduced_pinocchio")
+        got = model.forward_dynamics(q, v, tau, t=0.2, formulation="multipliers")
+        tolerance = 10.0 * np.linalg.cond(reduced) * EPS * max(1.0, np.max(np.abs(expected)))
+        assert np.max(np.abs(got - expected)) <= tolerance
