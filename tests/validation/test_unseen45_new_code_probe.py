@@ -95,3 +95,24 @@ def test_multipliers_solve_a_held_combination_beside_a_held_massless_link(tmp_pa
         got = model.forward_dynamics(q, v, tau, t=0.2, formulation="multipliers")
         tolerance = 10.0 * np.linalg.cond(reduced) * EPS * max(1.0, np.max(np.abs(expected)))
         assert np.max(np.abs(got - expected)) <= tolerance
+
+
+def test_unheld_direction_near_singular_posture_beside_a_held_massless_direction():
+    """`constraints.solve.unheld_direction` on M = [[1, 1 − δ, 0], [1 − δ, 1, 0], [0, 0, 0]] (δ = 2⁻⁵⁰ ≈ 8.9e-16, exact
+    in binary: the first two directions nearly parallel — the Cholesky pivot² 2δ − δ² is below 1e-14, declined —,
+    (1, −1)/√2 moves δ kg·m² of mass, far above a 2e-18 floor; the third moves none) with a row holding the third:
+    on ker Φ_x = span(e₀, e₁) M is [[1, 1 − δ], [1 − δ, 1]], eigenvalues δ and 2 − δ, positive definite — the KKT
+    matrix is regular (closed form: its determinant is −δ(2 − δ) ≠ 0), a
+    near-singular posture as in test_unseen41's `near` case, which returns None without the massless direction. On
+    main the near-singular branch asked LAPACK to factorise M itself, which the held massless direction makes
+    singular, and named (1, −1, 0)/√2 as an unheld motion — reached now that `multipliers` sends a model with a held
+    massless link through it where the cheap test declines."""
+    from biobullet.constraints.solve import unheld_direction
+    delta = 2.0 ** -50
+    near = np.array([[1.0, 1.0 - delta, 0.0], [1.0 - delta, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    held = np.array([[0.0, 0.0, 1.0]])
+    assert unheld_direction(near[:2, :2], np.zeros((0, 2)), np.full(2, 1e-9)) is None   # (without the third)
+    assert unheld_direction(near, held, np.full(3, 1e-9)) is None
+    # an unheld third direction is still named
+    direction = unheld_direction(near, np.zeros((0, 3)), np.full(3, 1e-9))
+    assert direction is not None and abs(abs(direction[2]) - 1.0) <= 1e-12

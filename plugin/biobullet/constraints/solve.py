@@ -242,8 +242,9 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) 
     tested as the pipeline tests its Gᵀ M G: each diagonal entry above its floor through N ((Σ_a |N_ac| √floor_a)²,
     `spatial.dense.massless_coordinate`: a basis direction that moves no mass) and each Cholesky pivot² above
     MASS_PIVOT_RATIO × its diagonal entry (a combination that moves none: the base's x minus a slider along it). A
-    declined pivot along a direction v that moves mass (vᵀMv above its floor) on an M that LAPACK factorises is a
-    near-singular posture, not a massless motion: None (the KKT matrix is solved, as for `mass_ratio`). For the
+    declined pivot along a direction v that moves mass (vᵀMv above its floor) on an M — or an Nᵀ M N, where M itself
+    is singular along directions the rows hold (a massless link) — that LAPACK factorises is a near-singular posture,
+    not a massless motion: None (the KKT matrix is solved, as for `mass_ratio`). For the
     rare path where M's own factorisation failed (O(n³) SVD and eigen-decomposition)."""
     n = mass.shape[0]
     if len(jac):
@@ -268,7 +269,7 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) 
         direction = basis @ weights
         direction /= np.linalg.norm(direction)
         floor = float(np.abs(direction) @ floor_root) ** 2
-        if float(direction @ mass @ direction) > floor and _positive_definite(mass):
+        if float(direction @ mass @ direction) > floor and (low is not None or _positive_definite(mass)):
             return None
     return direction / np.linalg.norm(direction)
 
