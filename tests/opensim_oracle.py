@@ -23,6 +23,21 @@ def import_opensim():
     return module
 
 
+def load_with_warnings(path: str):
+    """biobullet's model of the .osim file at `path`, its body map (`opensim.osim_body_links`) and the messages
+    of the warnings the import gave."""
+    import warnings
+
+    import biobullet
+    from biobullet.opensim import osim_body_links
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = biobullet.load_model(path)
+        links = osim_body_links(path)
+    return model, links, [str(w.message) for w in caught]
+
+
 def opensim_without_forces(osim, path: str, actuators: bool = True):
     """OpenSim model at `path` with every force switched off, plus one CoordinateActuator (optimal force 1) per
     coordinate for generalized forces (`overrideActuation`); (model, its initialized state, {coordinate:

@@ -9,19 +9,16 @@ round-off on these well-conditioned two- and three-body chains (measured ≤ 1e-
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
-from opensim_oracle import import_opensim, opensim_without_forces, placement_difference
+from opensim_oracle import import_opensim, load_with_warnings, opensim_without_forces, placement_difference
 
 osim = import_opensim()
 
 import biobullet  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 from biobullet.forces.collection import applied_forces  # noqa: E402
-from biobullet.opensim import osim_body_links  # noqa: E402
 
 SAMPLES = 8
 INERTIA = "<mass>1.2</mass><mass_center>0.01 -0.1 0.02</mass_center><inertia>0.03 0.02 0.025 0.001 -0.002 0.003</inertia>"
@@ -76,11 +73,7 @@ def _write(tmp_path, text: str, name: str = "probe.osim") -> str:
 
 def _load(path: str):
     """biobullet's model, its body map and the warnings the import gave."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model = biobullet.load_model(path)
-        links = osim_body_links(path)
-    return model, links, [str(w.message) for w in caught]
+    return load_with_warnings(path)
 
 
 def _set_coordinates(state, coordinates, actuators, values: dict[str, tuple[float, float, float]]) -> None:

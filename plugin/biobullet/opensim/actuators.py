@@ -6,7 +6,9 @@ mapping into the generalized force Q over `model.coordinate_names` (`model.forwa
 `step(generalized=Q)`):
 
 - CoordinateActuator on coordinate c: the tree force F u on c's joint, Q = Gᵀ e_c F u (G = ∂ẋ/∂v: a coupled or
-  loop-dependent coordinate included);
+  loop-dependent coordinate included); on a rotation of a Ball, Free, Ellipsoid or Scapulothoracic joint, whose
+  OpenSim speed is ω's component u_k = E_k(q) q̇ (`document.angular_speed_rows`), OpenSim applies F u along u_k:
+  the tree forces F u E_k on the joint's three Euler-angle joints;
 - TorqueActuator: torque F u â on body A and −F u â on body B (â the unit axis, in ground when `torque_is_global`,
   else in body A): Q = Gᵀ (J_ω,A − J_ω,B)ᵀ τ;
 - PointActuator: force F u d̂ at a point of the body (d̂ in ground when `force_is_global`, else in the body; the
@@ -26,7 +28,8 @@ import numpy as np
 from biobullet.algorithms.kinematics import body_placements, frame_jacobian, frame_placement
 from biobullet.core.errors import ModelError
 from biobullet.model.bundled import resolve_model_path
-from biobullet.opensim.document import Document, PropertyReader, read_document
+from biobullet.opensim.document import Document, PropertyReader, angular_speed_coordinates, angular_speed_rows, \
+    read_document
 from biobullet.opensim.translate import BodyLink
 
 #: the actuator types `osim_actuators` maps (the importer does not report them)
@@ -41,7 +44,9 @@ class ActuatorInput:
     in OpenSim: no effect). link_a, rotation_a, translation_a: body (A) as a link and the body frame in it
     (p_link = R p_body + t); link_b, rotation_b: TorqueActuator's body B ("" = ground).
     axis: unit torque axis or force direction; axis_global: it is in ground (else in body A). point, point_global:
-    the PointActuator's point in body A (or in ground).
+    the PointActuator's point in body A (or in ground). rotations: the joint's three X-Y-Z rotation coordinates
+    when the coordinate's OpenSim speed is an angular-velocity component (Ball, Free, Ellipsoid, Scapulothoracic;
+    OpenSim applies the force along it), else empty.
     """
 
     name: str
@@ -57,6 +62,7 @@ class ActuatorInput:
     point: np.ndarray | None = None
     point_global: bool = False
     locked: bool = False
+    rotations: tuple[str, ...] = ()
 
 
 def _unit(vector, reader: PropertyReader, element, tag: str) -> np.ndarray:
@@ -72,6 +78,7 @@ def actuator_inputs(document: Document, bodies: Mapping[str, BodyLink]) -> tuple
     reader = PropertyReader(document.file)
     out: list[ActuatorInput] = []
     coordinates = {c.name: c for joint in document.joints for c in joint.coordinates}
+    angular = angular_speed_coordinates(document)
 
     def body(force, tag: str, default: str | None = None) -> BodyLink | None:
         name = reader.property_text(force.element, tag, default).rsplit("/", 1)[-1]   # a body name (or a path)
@@ -93,7 +100,7 @@ def actuator_inputs(document: Document, bodies: Mapping[str, BodyLink]) -> tuple
             if name not in coordinates:
                 raise force.source.error("coordinate", f"no coordinate named {name!r}", "a coordinate of the model")
             out.append(ActuatorInput(force.name, force.type, optimal, coordinate=name,
-                                     locked=coordinates[name].locked))
+                                     locked=coordinates[name].locked, rotations=angular.get(name, ("", ()))[1]))
             continue
         if force.type == "TorqueActuator":
             a, b = body(force, "bodyA"), body(force, "bodyB", "")
@@ -136,6 +143,17 @@ def actuator_forces(model, actuators: Mapping[str, ActuatorInput], q, controls: 
         magnitude = a.optimal_force * float(control)
         if a.type == "CoordinateActuator":
             if a.locked:
+                continue
+            if a.rotations:   # along OpenSim's speed u_k = E_k(q) q̇ of the joint's Euler angles
+                missing = [c for c in a.rotations if c not in model.joint_names]
+                if missing:
+                    raise ModelError(f"actuator {name!r}: the rotation coordinate(s) {', '.join(missing)} of its "
+                                     "joint are locked (its force along OpenSim's angular-velocity speed needs the "
+                                     "three angles): not supported", attribute="controls",
+                                     expected="the joint's three rotations unlocked")
+                joints = [model.joint_names.index(c) for c in a.rotations]
+                row = angular_speed_rows(x[joints[0]], x[joints[1]])[a.rotations.index(a.coordinate)]
+                tree[[base + k for k in joints]] += magnitude * row
                 continue
             if a.coordinate not in model.joint_names:
                 raise ModelError(f"actuator {name!r}: its coordinate {a.coordinate!r} is not a joint of this model",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,7 +46,8 @@ class OsimFunction:
     powers (OpenSim's order); sine: values=(amplitude, omega, phase, offset); spline: x, y and `spline_type`
     (SimmSpline, NaturalCubicSpline, GCVSpline, PiecewiseLinearFunction; values=(degree,)); ellipsoid: an
     EllipsoidJoint's translation along F's axis k, values=(radius, k), inputs (q₁, q₂) (`PropertyReader.ellipsoid_axes`).
-    `scale` multiplies the value (MultiplierFunction, coupler scale factors)."""
+    `scale` multiplies the value (MultiplierFunction, coupler scale factors); `multiplied`: read through a
+    MultiplierFunction (OpenSim's motion type then sees no LinearFunction)."""
 
     kind: str
     source: SourceRef
@@ -55,6 +56,7 @@ class OsimFunction:
     y: tuple[float, ...] = ()
     spline_type: str = ""
     scale: float = 1.0
+    multiplied: bool = False
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,11 @@ class PropertyReader:
     def read(self, model: ET.Element) -> Document:
         name = model.attrib.get("name", "model")
         gravity = self.numbers(model, "gravity", 3, (0.0, -9.80665, 0.0))
+        for tag, standard in (("length_units", ("meters", "m")), ("force_units", ("N", "newtons"))):
+            units = self.property_text(model, tag, standard[0]).strip()
+            if units not in standard:   # OpenSim 4.6 scales nothing by them (measured: same M and q̈)
+                self.notes.append(f"<Model> {tag} {bare(units, 40)!r}: OpenSim 4.6 reads every number of the file "
+                                  f"in {standard[0]} whatever this says (imported so)")
         ground_element = model.find("Ground") if model.find("Ground") is not None else model.find("ground")
         ground_name = ground_element.attrib.get("name", "ground") if ground_element is not None else "ground"
         ground = "/" + ground_name
@@ -370,7 +377,7 @@ class PropertyReader:
         members = [c for c in (holder if holder is not None else []) if isinstance(c.tag, str)]
         if len(members) != 1:
             raise source.error("coupled_coordinates_function", "missing function", "one function element")
-        function = self.read_function(members[0], self.number(element, "scale_factor", 1.0))
+        function = self.read_function(members[0], self.number(element, "scale_factor", 1.0), source.element)
         if function.kind == "linear" and len(function.values) != len(inputs) + 1:
             raise function.source.error("coefficients", f"{len(function.values)} coefficients for {len(inputs)} "
                                         "coordinate(s)", f"{len(inputs) + 1} (slopes, then the intercept)")
@@ -496,7 +503,8 @@ class PropertyReader:
         locked, timed = self.flag(element, "locked"), None
         if prescribed:
             members = [c for c in element.find("prescribed_function") if isinstance(c.tag, str)]
-            function = self.read_function(members[0]) if members and members[0].tag in TIME_FUNCTIONS else None
+            function = self.read_function(members[0], owner=source.element) \
+                if members and members[0].tag in TIME_FUNCTIONS else None
             if function is not None and function.kind == "constant":
                 # OpenSim holds it at the value, q̇ = q̈ = 0: a locked coordinate
                 default, locked, prescribed = function.scale * function.values[0], True, False
@@ -528,7 +536,7 @@ class PropertyReader:
                 self.notes.append(f"{joint} {source.element}: lists the coordinate(s) {', '.join(used)} but has no "
                                   "function; OpenSim makes it Constant 0, so they do not move it (imported so)")
         else:
-            function = self.read_function(function_elements[0])
+            function = self.read_function(function_elements[0], owner=f"{joint} {source.element}".strip())
         if used and function.kind == "linear" and len(function.values) != len(used) + 1:
             raise function.source.error("coefficients", f"{len(function.values)} coefficients for {len(used)} "
                                         "coordinate(s)", f"{len(used) + 1} (one slope per coordinate, then the "
@@ -539,8 +547,13 @@ class PropertyReader:
         return TransformAxis(name, name.startswith("rotation"), tuple(a / norm for a in axis), used, function,
                              source)
 
-    def read_function(self, element: ET.Element, scale: float = 1.0) -> OsimFunction:
+    def read_function(self, element: ET.Element, scale: float = 1.0, owner: str = "") -> OsimFunction:
+        """The function `element` (a MultiplierFunction's scale folded into `scale`); `owner` (the coupler, joint
+        axis or coordinate that holds it) leads its errors' element, since OpenSim names most functions
+        "function"."""
         tag, source = element.tag, self.source(element)
+        if owner:
+            source = SourceRef(source.file, f"{owner} {source.element}")
         if tag == "Constant":
             return OsimFunction("constant", source, (self.number(element, "value"),), scale=scale)
         if tag == "LinearFunction":
@@ -559,7 +572,7 @@ class PropertyReader:
                 half_order = self.number(element, "half_order", 3.0)
                 variance = self.number(element, "error_variance", 0.0)
                 if half_order not in (1.0, 2.0, 3.0, 4.0) or variance != 0.0:
-                    raise source.error("half_order", f"GCVSpline of half order {half_order:g} with error variance "
+                    raise source.error("half_order" if variance == 0.0 else "error_variance", f"GCVSpline of half order {half_order:g} with error variance "
                                        f"{variance:g} is not supported", "half_order 1 to 4 and error_variance 0 "
                                        "(an interpolating natural spline)")
                 degree = int(2 * half_order - 1)
@@ -581,9 +594,11 @@ class PropertyReader:
             members = [c for c in (inner if inner is not None else []) if isinstance(c.tag, str)]
             if len(members) != 1:
                 raise source.error("function", "a MultiplierFunction needs one function", "one <function> child")
-            return self.read_function(members[0], scale * self.number(element, "scale", 1.0))
+            return replace(self.read_function(members[0], scale * self.number(element, "scale", 1.0), owner),
+                           multiplied=True)
         raise source.error(None, f"function type {tag} is not supported by the importer",
-                           "Constant, LinearFunction, SimmSpline, NaturalCubicSpline, GCVSpline (cubic), "
+                           "Constant, LinearFunction, SimmSpline, NaturalCubicSpline, GCVSpline (degree 1, 3, 5 "
+                           "or 7, no smoothing), "
                            "PiecewiseLinearFunction, PolynomialFunction, MultiplierFunction or Sine")
 
 
@@ -600,6 +615,56 @@ STANDARD_JOINTS: dict[str, tuple[tuple[tuple[bool, ...], tuple[tuple[float, floa
     "FreeJoint": (((False, False, False, True, True, True), (X, Y, Z, X, Y, Z)), (3, 4, 5, 0, 1, 2)),
     "PlanarJoint": (((False, False, True), (X, Y, Z)), (1, 2, 0)),
 }
+
+
+#: joints whose Simbody mobilizer has angular-velocity speeds (Ball, Free, Ellipsoid, Scapulothoracic: u = ω, not
+#: the Euler-angle rates), with the indices of their X-Y-Z body-fixed rotation coordinates. OpenSim applies a
+#: coordinate's generalized force (a CoordinateActuator, SpringGeneralizedForce, CoordinateLimitForce) along that
+#: u, and its damping reads u: u = E(q) q̇, E's columns x̂, Rx(q₁) ŷ, Rx(q₁) Ry(q₂) ẑ (ω in the mobilizer's F;
+#: measured, OpenSim 4.6's N⁻¹, reversed joints too).
+ANGULAR_SPEED_JOINTS: dict[str, tuple[int, ...]] = {"BallJoint": (0, 1, 2), "FreeJoint": (0, 1, 2),
+                                                    "EllipsoidJoint": (0, 1, 2), "ScapulothoracicJoint": (0, 1, 2)}
+
+
+def angular_speed_coordinates(document: Document) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """{coordinate: ("TYPE NAME" of its joint, the joint's three rotation coordinates)} of the coordinates whose
+    OpenSim speed is an angular-velocity component (`ANGULAR_SPEED_JOINTS`): here v = q̇ of the Euler angles."""
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for joint in document.joints:
+        indices = ANGULAR_SPEED_JOINTS.get(joint.type, ())
+        if len(joint.coordinates) < len(indices):
+            continue
+        rotations = tuple(joint.coordinates[k].name for k in indices)
+        out.update({name: (f"{joint.type} {joint.name}", rotations) for name in rotations})
+    return out
+
+
+def angular_speed_rows(first: float, second: float) -> np.ndarray:
+    """E(q) with u = E q̇ for X-Y-Z body-fixed angles (q₁, q₂, q₃): OpenSim's speeds of a Ball-like joint."""
+    c1, s1, c2, s2 = math.cos(first), math.sin(first), math.cos(second), math.sin(second)
+    return np.array([[1.0, 0.0, s2], [0.0, c1, -s1 * c2], [0.0, s1, c1 * c2]])
+
+
+def opensim_rotational(joints: tuple[Joint, ...]) -> dict[str, bool]:
+    """{coordinate: OpenSim's motion type is Rotational} — what OpenSim 4.6's CoordinateLimitForce reads (it takes
+    a Rotational coordinate's limits in degrees, a Translational or Coupled one's as they are). A CustomJoint
+    coordinate is Translational if a translation axis, else Rotational if a rotation axis, is a LinearFunction of
+    it with slope ±1 (OpenSim's tolerance measured ≈ 1e-6: 1 ± 5e-7 counts, 1.000005 and 0.999999 do not;
+    intercept free), else Coupled — a spline, a scaled slope or a MultiplierFunction is Coupled (measured on
+    OpenSim 4.6). Other joints, and a coordinate no axis uses: Rotational when a rotation axis carries it or none
+    does."""
+    out: dict[str, bool] = {}
+    for joint in joints:
+        for coordinate in joint.coordinates:
+            axes = [axis for axis in joint.axes if coordinate.name in axis.coordinates]
+            if joint.type != "CustomJoint" or not axes:
+                out[coordinate.name] = not axes or any(axis.rotation for axis in axes)
+                continue
+            unit = [axis.rotation for axis in axes if axis.function.kind == "linear"
+                    and not axis.function.multiplied and len(axis.coordinates) == 1
+                    and abs(abs(axis.function.values[0] * axis.function.scale) - 1.0) <= 1e-6]
+            out[coordinate.name] = bool(unit) and all(unit)
+    return out
 
 
 def number_text(value: float) -> str:

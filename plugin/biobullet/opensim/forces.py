@@ -15,8 +15,8 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from biobullet.opensim.document import MAPPED_FORCES, Component, Document, PropertyReader, find_frame, number_text, \
-    resolve_path
+from biobullet.opensim.document import MAPPED_FORCES, Component, Document, PropertyReader, \
+    angular_speed_coordinates, find_frame, number_text, resolve_path
 
 if TYPE_CHECKING:
     from biobullet.opensim.translate import BodyLink
@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 def force_elements(document: Document, bodies: Mapping[str, BodyLink], joints: set[str],
                    rotational: Mapping[str, bool]) -> tuple[list[str], set[str], list[str]]:
     """(element lines, paths of the mapped forces, reports) for the document's forces. `joints`: coordinates
-    that are joints of the translated model (not locked); `rotational`: each coordinate's motion type."""
+    that are joints of the translated model (not locked); `rotational`: each coordinate's OpenSim motion type is
+    Rotational (`document.opensim_rotational`)."""
     reader = PropertyReader(document.file)
     lines: list[str] = []
     mapped: set[str] = set()
     reports: list[str] = []
+    angular = angular_speed_coordinates(document)
     for force in document.forces:
         if force.type not in MAPPED_FORCES:
             continue
@@ -44,6 +46,12 @@ def force_elements(document: Document, bodies: Mapping[str, BodyLink], joints: s
             if coordinate not in joints:
                 reports.append(f"{force.type} {force.name}: its coordinate {coordinate!r} is locked or unknown; "
                                "not imported")
+                mapped.add(force.path)
+                continue
+            if coordinate in angular:   # OpenSim's force acts along u = ω's component, its damping reads it
+                reports.append(f"{force.type} {force.name}: its coordinate {coordinate!r} rotates {angular[coordinate][0]}, "
+                               "whose OpenSim speed is an angular-velocity component (not the angle's "
+                               "rate, as here): not imported")
                 mapped.add(force.path)
                 continue
             if force.type == "CoordinateLimitForce":

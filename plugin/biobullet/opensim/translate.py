@@ -27,7 +27,7 @@ from biobullet.opensim.forces import force_elements
 from biobullet.muscles.osim import MUSCLE_CLASSES
 from biobullet.opensim.muscles import muscle_lines
 from biobullet.opensim.document import Document, Joint, OsimFunction, PropertyReader, TransformAxis, axis_rotation, \
-    number_text, orientation_matrix, vector_text
+    number_text, opensim_rotational, orientation_matrix, vector_text
 from biobullet.spatial.rotations import matrix_to_rpy
 
 @dataclass(frozen=True)
@@ -260,7 +260,7 @@ class _Builder:
                             if name not in constant and name not in couplers and name not in timed)
         elements, mapped, reports = force_elements(document, self.body_links,
                                                    {name for name in coordinates if name not in constant},
-                                                   self.rotational)
+                                                   opensim_rotational(document.joints))
         self.functions.extend(elements)
         self.reports.extend(reports)
         contacts, mapped_contact, reports = contact_elements(document, self.place_grounded, ground_link)
