@@ -55,6 +55,11 @@ class Oracle:
     def ours_inertias(self) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
+    def inertia_scales(self) -> dict[str, np.ndarray]:
+        """Per key of `ours_inertias`: what each of its 13 entries is judged against, the body's own size
+        (`own_inertia_scales`)."""
+        raise NotImplementedError
+
     def mass_matrix(self, q, t: float = 0.0) -> np.ndarray:
         x, gradient = self.model.coordinate_gradient(q, t)
         return gradient.T @ self.tree_mass_matrix(x) @ gradient
@@ -149,6 +154,10 @@ class PinocchioOracle(Oracle):
                                                    rotation @ body.inertia_com @ rotation.T)
         return out
 
+    def inertia_scales(self) -> dict[str, np.ndarray]:
+        return {_body_key(body): own_inertia_scales(body.mass, body.com, body.inertia_com)
+                for body in self.model.bodies}
+
 
 _PYBULLET_TAG = re.compile(r"b3(Error|Warning|Printf)\[[^\]\n]*\]:")
 
@@ -201,6 +210,19 @@ def _unit_axes(file: str):
 
 def _body_key(body) -> str:
     return f"body of joint {body.joint}" if body.joint else f"floating base {body.link}"
+
+
+def own_inertia_scales(mass: float, com, inertia) -> np.ndarray:
+    """The scales of a body's [mass, COM (3), inertia about the COM (9)] (`_inertia_vector`): its own size. Mass:
+    m (kg); COM: ℓ = √(trace I_c / m + |c|²) (m), c the COM in the body's own frame; inertia: trace I_c + m|c|²
+    (kg·m², its inertia about its frame origin, summed over axes — what its joint sees, and what a tensor shifted
+    there and back, as a merge of fixed links does, keeps to ε). A 1e-6 kg sensor is judged on its own size, not
+    absolutely in SI units (where any error below 1e-9 passed). 0 where the body has no such size (massless)."""
+    mass = float(mass)
+    com = np.asarray(com, float)
+    moment = float(np.trace(np.asarray(inertia, float))) + mass * float(com @ com)
+    length = float(np.sqrt(moment / mass)) if mass > 0.0 else 0.0
+    return np.concatenate([[mass], np.full(3, length), np.full(9, moment)])
 
 
 def _inertia_vector(mass: float, com, inertia) -> np.ndarray:
@@ -266,7 +288,7 @@ class PyBulletOracle(Oracle):
                 self.close()
                 raise ModelError("PyBullet's inverse dynamics refuses the file's inertia tensors",
                                  file=self.file) from None
-        self.inertia_error = self._inertia_error()
+        self.inertia_error, self.inertia_error_relative = self._inertia_error()
         self.kinematic_tolerance = 0.0
         if skewed:   # (romeo's "0.573576 0.819152 1.05097e-07", norm 1 − 9e-7, left link velocities 1e-7 apart)
             self.notes.append(f"PyBullet is given unit joint axes for {', '.join(skewed[:4])}"
@@ -401,17 +423,22 @@ class PyBulletOracle(Oracle):
         finally:
             p.setGravity(*gravity.tolist(), physicsClientId=c)
 
-    def _inertia_error(self) -> float:
-        """Max |R diag(I) Rᵀ − I_file| (kg·m²) over links: PyBullet's own error in diagonalising the inertias of
-        the file it read (not a comparison with our model; links it cannot take are left out)."""
+    def _inertia_error(self) -> tuple[float, float]:
+        """(max |R diag(I) Rᵀ − I_file| (kg·m²), max of it over the link's own size, `own_inertia_scales`) over
+        links: PyBullet's own error in diagonalising the inertias of the file it read (not a comparison with our
+        model; links it cannot take are left out). The absolute one bounds M's and h's errors (against their
+        largest entries); the per-link one q̈'s, each link's error acting on its own acceleration."""
         theirs = self.body_inertias()
-        worst = 0.0
+        worst = relative = 0.0
         for link in self._file_description.links:
             key = f"link {link.name}"
             if key not in theirs or link.inertial is None or link.name in self._unmatched:
                 continue
-            worst = max(worst, float(np.abs(np.array(link.inertial.inertia).reshape(9) - theirs[key][4:]).max()))
-        return worst
+            error = float(np.abs(np.array(link.inertial.inertia).reshape(9) - theirs[key][4:]).max())
+            size = own_inertia_scales(*_link_inertial(link))[4]
+            worst = max(worst, error)
+            relative = max(relative, error / size if size > 0.0 else error)
+        return worst, relative
 
     def ours_inertias(self) -> dict[str, np.ndarray]:
         """Each URDF link's [mass, COM, inertia about the COM] in its link frame as the model has it (zero without
@@ -421,12 +448,13 @@ class PyBulletOracle(Oracle):
             index = self.map.link_index.get(link.name)
             if index is None or (index < 0 and not self.model.floating_base):
                 continue
-            if link.inertial is None:
-                out[f"link {link.name}"] = _inertia_vector(0.0, np.zeros(3), np.zeros((3, 3)))
-            else:
-                out[f"link {link.name}"] = _inertia_vector(link.inertial.mass, link.inertial.com,
-                                                           link.inertial.inertia)
+            out[f"link {link.name}"] = _inertia_vector(*_link_inertial(link))
         return out
+
+    def inertia_scales(self) -> dict[str, np.ndarray]:
+        """`own_inertia_scales` of each link of `ours_inertias` (in its link frame: c from the link's origin)."""
+        return {f"link {link.name}": own_inertia_scales(*_link_inertial(link))
+                for link in self.subject.description.links}
 
     def body_inertias(self) -> dict[str, np.ndarray]:
         """getDynamicsInfo per link: mass, inertial-frame position and R diag(I) Rᵀ."""
@@ -466,6 +494,13 @@ class PyBulletOracle(Oracle):
             _, _, linear, angular = self.map.link_state(link)
             out[link] = (linear, angular)
         return out
+
+
+def _link_inertial(link) -> tuple[float, np.ndarray, np.ndarray]:
+    """A URDF link's (mass, COM in its frame, inertia about the COM): zero without <inertial>."""
+    if link.inertial is None:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    return float(link.inertial.mass), np.asarray(link.inertial.com, float), np.asarray(link.inertial.inertia, float)
 
 
 def make_oracle(name: str, model, file: str | None = None) -> Oracle:
