@@ -89,6 +89,8 @@ END_TOLERANCE = 1.0e-7
 #: within this (m, or direction cosines): a hundredth of the loop gap the bridge promises after a clean step (1e-9 m)
 LOOP_END_TOLERANCE = 1.0e-11
 END_ITERATIONS = 8
+#: `kernels._end_newton_py`'s status where its Schur kernel declined (M not positive definite: `_end_newton_kkt`)
+END_SCHUR_DECLINED = 2
 #: on the one-call loop stage the loops' end point is evaluated (≈ 1.3–1.9 µs on the four-bar, 2.1–2.7 on the
 #: squeezer) only on the steps whose predicted Taylor miss exceeds this (m; `kernels._loops_due_py`): the last known
 #: miss (the last evaluation's, or the last skipped step's real gap, read free as the next step's start residual)
@@ -1515,14 +1517,48 @@ class Bridge:
         put the end point on the manifold — one compiled call (`kernels.end_newton`, also inside the rows kernels
         of `_rows_stage`, which evaluates the loops' end point only where their predicted Taylor miss exceeds
         LOOP_SKIP_BELOW; here, every step), ẍ (the watch's prediction), τ and λ updated in place. A miss is named
-        (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`)."""
+        (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`).
+        Where the kernel's Schur complement declines (its M⁻¹ does not exist: a massless link the rows hold), the
+        same Newton steps on the KKT matrix (`_end_newton_kkt`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
             functions, loops, tree = self._end
             self._restart_loop_record()   # (no start residual here: every step evaluates the loops' end point)
-            if self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
-                                self._lambda):
+            status = self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
+                                      self._lambda)
+            if status == END_SCHUR_DECLINED:
+                status = self._end_newton_kkt(x, xd, xdd, mass, torque)
+            if status:
                 self._end_missed(x, xd, xdd)
         return torque
+
+    def _end_newton_kkt(self, x, xd, xdd, mass, torque) -> int:
+        """`_end_correction`'s Newton steps where the compiled ones declined because they go through M⁻¹, singular
+        where a link without mass is held by the rows (a four-bar's massless coupler: before, every step warned that
+        the Newton steps "did not converge" at the Taylor miss, 4.5e-11 m, which no step had corrected): Δλ from
+        the minimum-norm KKT solution of M Δẍ = Φ_xᵀΔλ, Φ_x Δẍ = −Φ/(c dt²) (`constrained_acceleration`,
+        least squares), Φ and Φ_x at each end point (the base's pose held, as in the kernel), ẍ, τ and λ updated in
+        place until every row is within LOOP_END_TOLERANCE (the tighter of the kernel's two tolerances). Only this
+        rare path pays for it (Python, one KKT solve per Newton step). 0 when within it, 1 when a value is not
+        finite, 3 when END_ITERATIONS steps were not enough (the caller names the rows)."""
+        c, dt = substep_weight(self.substeps), self.dt
+        h, t_end, zero = c * dt * dt, self.time + dt, np.zeros(len(xd))
+        base, base_v = self._base, self._base_v
+        for k in range(END_ITERATIONS + 1):
+            x_end = np.array(x, dtype=float)
+            x_end[base:] += dt * xd[base_v:] + h * xdd[base_v:]
+            phi, jac = constraint_terms(self.constraints, x_end, xd, t_end)[:2]
+            worst = float(np.abs(phi).max(initial=0.0))
+            if not math.isfinite(worst):
+                return 1
+            if worst <= LOOP_END_TOLERANCE:
+                return 0
+            if k == END_ITERATIONS:
+                return 3
+            step, delta = constrained_acceleration(mass, zero, None, jac, -phi / h, redundant="least_squares")
+            xdd += step
+            torque += jac.T @ delta
+            self._lambda += delta
+        return 3
 
     def _end_missed(self, x, xd, xdd) -> None:
         """The step-end correction left a row beyond its tolerance (END_ITERATIONS Newton steps were not enough, a
