@@ -9,6 +9,9 @@
    "did not converge" at the uncorrected Taylor miss (4.5e-11 m); the same Newton steps now run on the KKT matrix,
    the step's end point is on the loop (Pinocchio's kinematics of the file), and a real non-convergence (a step
    that turns the linkage by radians) is still named;
+3. on a bridge model with constraint rows and contacts, the first apply() after the user moved an independent joint
+   computed the contact forces at the state read, its dependent joints still off the rows, and only then did the
+   watch's first look project it: the contacts now start from the projected state the solve takes (K δ there);
 """
 from __future__ import annotations
 
@@ -168,3 +171,50 @@ def test_massless_coupler_step_end_that_does_not_converge_is_still_named(tmp_pat
     _, named = _coupler_run(tmp_path, 0.1, 50.0, 14, 0.0)
     assert any("step-end Newton correction left constraint 'knee_C" in text and "did not converge" in text
                for text in named), named
+
+
+# ------------------------------------------------------------------ 3. the first apply()'s contacts after the first look
+CONTACT_K = 1e4
+COUPLED_DROP = f"""<robot name="coupled_drop"><link name="world"/>
+<link name="carriage"><inertial><origin xyz="0 0 0"/><mass value="0.5"/>
+  <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<link name="ball"><inertial><origin xyz="0 0 0"/><mass value="1.0"/>
+  <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="drive" type="prismatic"><parent link="world"/><child link="carriage"/><origin xyz="0 0 0.1"/>
+  <axis xyz="0 0 1"/><limit lower="-10" upper="10" effort="1e9" velocity="1e9"/></joint>
+<joint name="follow" type="prismatic"><parent link="carriage"/><child link="ball"/><origin xyz="0 0 0"/>
+  <axis xyz="0 0 1"/><limit lower="-10" upper="10" effort="1e9" velocity="1e9"/></joint>
+<biobullet version="1"><gravity xyz="0 0 -9.81"/><coordinates names="drive"/>
+  <joint_function joint="follow" type="linear" inputs="drive" coefficients="1.0" offset="0.0"/>
+  <contact name="C" link="ball" xyz="0 0 0" radius="0.05" normal_law="kelvin_voigt" stiffness="{CONTACT_K!r}"
+    damping="0"/></biobullet></robot>"""
+
+
+def test_first_apply_contacts_see_the_first_looks_projection(tmp_path):
+    # the ball (radius 5 cm) hangs on two sliders, follow = drive; built at drive = 0 (ball centre at 0.1 m), then
+    # the user's resetJointState(drive, −0.03) before the first apply(): the watch's first look makes follow follow
+    # (−0.03), the ball centre at 0.1 − 0.06 = 0.04 m, 1 cm inside the ground: Kelvin–Voigt at rest, F = K δ = 100 N.
+    # Before: the contacts had read follow = 0 (centre at 0.07 m, 2 cm above the ground) and pushed nothing
+    pybullet = pytest.importorskip("pybullet")
+    model = load_text(COUPLED_DROP, tmp_path)
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=client)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", CouplingWarning)   # (the first look names the dependent reset)
+            with biobullet.Bridge(model, client, dt=1e-3, initial={"drive": 0.0}) as bridge:
+                joints = {pybullet.getJointInfo(bridge.body, j, physicsClientId=client)[1].decode(): j
+                          for j in range(pybullet.getNumJoints(bridge.body, physicsClientId=client))}
+                pybullet.resetJointState(bridge.body, joints["drive"], -0.03, 0.0, physicsClientId=client)
+                bridge.apply()
+                positions = [pybullet.getJointState(bridge.body, joints[name], physicsClientId=client)[0]
+                             for name in ("drive", "follow")]
+                force = bridge.contact_forces()["C"]
+                (episode,) = bridge.contacts.intervals()
+    finally:
+        pybullet.disconnect(client)
+    assert positions == pytest.approx([-0.03, -0.03], abs=1e-15)   # the projection, written back to PyBullet
+    depth = 0.05 - (0.1 + sum(positions))
+    assert force.penetration == pytest.approx(depth, abs=1e-15)
+    assert force.normal == pytest.approx(CONTACT_K * depth, rel=1e-12)
+    assert episode["initial"] and episode["start"] == 0.0

@@ -1106,8 +1106,15 @@ class Bridge:
                     torque = self._apply_checked_rows(x, xd)
                     if torque is not None:
                         return torque
+            first = contacts is not None and watch.written is not None and not watch.armed
+            if first:   # (the first apply() after the bridge wrote a state: the first look may project)
+                read = (x.copy(), xd.copy())
             watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
-            if watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
+            if contacts is not None and (watch.jumped or first and not (np.array_equal(x, read[0])
+                                                                        and np.array_equal(xd, read[1]))):
+                # a reset / restoreState, or the first look's projection (written back to PyBullet): the contacts
+                # start from the state the solve takes (before, the first apply()'s forces were those of the state
+                # read, its dependent joints off the rows)
                 extra = contacts.after_jump()
         repeated = watch.repeated
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
