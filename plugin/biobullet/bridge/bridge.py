@@ -522,7 +522,7 @@ class Bridge:
     def _refuse_unheld_massless(self) -> None:
         """SolverError naming a joint that moves no mass (its diagonal entry of M below its floor,
         `spatial.dense.MASS_FLOOR_RATIO`) and that no row of the bridge's constrained solve holds
-        (`constraints.solve.unheld_massless`), at the model's initial state: there the KKT matrix is singular and the
+        (`constraints.solve.refuse_unheld`), at the model's initial state: there the KKT matrix is singular and the
         solve's ẍ meaningless (a hinge through a point mass beside a joint function: 71 rad/s² predicted). Tested
         once here, not per step: the solve kernels keep their relative pivot tests. A bridge without rows leaves
         the tree's dynamics to PyBullet, and so does one with native loops (PyBullet's constraints may hold what
@@ -530,17 +530,14 @@ class Bridge:
         if not self.constraints.n or self.native_constraints:
             return
         from biobullet.algorithms.vectorized import mass_matrix_and_bias
-        from biobullet.constraints.solve import unheld_massless
+        from biobullet.constraints.solve import TreeDirections, refuse_unheld
         from biobullet.dynamics.multipliers import tree_direction_names
-        from biobullet.spatial.dense import massless_text
         model = self.model
         x, xd, _, _ = model.joint_state(*model.initial_state())
         mass = mass_matrix_and_bias(model, x)[0]
-        index = unheld_massless(mass, model.compiled.mass_floor_root, constraint_terms(self.constraints, x, xd, 0.0)[1])
-        if index is not None:
-            raise SolverError(f"{model.file}: the bridge's constrained solve: "
-                              + massless_text(tree_direction_names(model), index, mass[index, index])
-                              + "; no constraint row holds it")
+        tree = TreeDirections(tree_direction_names(model), model.compiled.mass_floor_root,
+                              f"{model.file}: the bridge's constrained solve: ")
+        refuse_unheld(mass, constraint_terms(self.constraints, x, xd, 0.0)[1], tree, x, xd, 0.0)
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
