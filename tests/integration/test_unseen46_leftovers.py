@@ -12,6 +12,8 @@
 3. on a bridge model with constraint rows and contacts, the first apply() after the user moved an independent joint
    computed the contact forces at the state read, its dependent joints still off the rows, and only then did the
    watch's first look project it: the contacts now start from the projected state the solve takes (K δ there);
+5. the multipliers formulation's tree record (names and mass floors of the tree directions) is built once per model
+   and kept in `Model.derived` (it was built at every evaluation);
 """
 from __future__ import annotations
 
@@ -218,3 +220,27 @@ def test_first_apply_contacts_see_the_first_looks_projection(tmp_path):
     assert force.penetration == pytest.approx(depth, abs=1e-15)
     assert force.normal == pytest.approx(CONTACT_K * depth, rel=1e-12)
     assert episode["initial"] and episode["start"] == 0.0
+
+
+# ------------------------------------------------------------------ 5. the multipliers' tree record, once per model
+def test_multipliers_tree_record_is_kept_by_the_model(tmp_path):
+    # before: `_tree(model)` built a new TreeDirections at every evaluation (≈ 2 µs); now one, in Model.derived, whose
+    # names are the model's tree directions and whose floors are the compiled model's. The massless-coupler four-bar
+    # (its M singular, held by the loop) takes the record at every evaluation; v̇ agrees with Pinocchio's reduced
+    # solve of the loop (`reduced_pinocchio`, an independent M and h) to round-off
+    from biobullet.constraints.solve import TreeDirections
+    from biobullet.dynamics.api import forward_dynamics
+    from biobullet.dynamics.multipliers import tree_direction_names
+    model = biobullet.load_model(_massless_coupler(tmp_path))
+    q, v, tau = np.array([-0.5]), np.array([1.0]), np.array([0.3])
+    first = forward_dynamics(model, q, v, tau, 0.0, formulation="multipliers")
+    kept = [value for value in model.derived.values() if isinstance(value, TreeDirections)]
+    assert len(kept) == 1
+    record = kept[0]
+    assert record.names == tree_direction_names(model)
+    assert np.array_equal(record.floor_root, model.compiled.mass_floor_root)
+    again = forward_dynamics(model, q, v, tau, 0.0, formulation="multipliers")
+    now = [value for value in model.derived.values() if isinstance(value, TreeDirections)]
+    assert len(now) == 1 and now[0] is record and np.array_equal(first, again)
+    check = forward_dynamics(model, q, v, tau, 0.0, formulation="reduced_pinocchio")
+    assert np.allclose(first, check, rtol=1e-10, atol=0.0)   # (|v̇| ≈ 34 rad/s²; cond of the loop's solve ≈ 10²)
