@@ -14,9 +14,16 @@
    watch's first look project it: the contacts now start from the projected state the solve takes (K δ there);
 5. the multipliers formulation's tree record (names and mass floors of the tree directions) is built once per model
    and kept in `Model.derived` (it was built at every evaluation);
+6. core.jit's cache stamp covers what numba freezes from a kernel's globals: a constant imported from another
+   module (`from consts import LIMIT`), one read as `consts.SCALE`, a kernel called by a global name — before, an
+   edit of any of them in its own file left the kernel's cached machine code with the old value;
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -244,3 +251,56 @@ def test_multipliers_tree_record_is_kept_by_the_model(tmp_path):
     assert len(now) == 1 and now[0] is record and np.array_equal(first, again)
     check = forward_dynamics(model, q, v, tau, 0.0, formulation="reduced_pinocchio")
     assert np.allclose(first, check, rtol=1e-10, atol=0.0)   # (|v̇| ≈ 34 rad/s²; cond of the loop's solve ≈ 10²)
+
+
+# ------------------------------------------------------------------ 6. core.jit's stamp and a kernel's globals
+KERNELS = """
+import consts
+from consts import LIMIT
+from helper import twice
+
+
+def _limited_py(x):
+    return min(x, LIMIT) * consts.SCALE   # (LIMIT and consts.SCALE: frozen into the machine code)
+
+
+def _doubled_py(x):
+    return twice(x)   # (a compiled kernel called by its global name)
+"""
+RUN_KERNELS = """
+import kernels
+from biobullet.core import jit
+print(jit.compiled(kernels._limited_py)(10.0), jit.compiled(kernels._doubled_py)(1.0))
+"""
+
+
+def _run_kernels(folder: Path, cache: Path) -> tuple[float, float]:
+    """(the two kernels' values) in a new process, numba's on-disk cache in `cache`."""
+    env = {name: value for name, value in os.environ.items() if name != "NUMBA_CACHE_DIR"}
+    env.update(NUMBA_CACHE_DIR=str(cache), PYTHONPATH=os.pathsep.join([str(folder), str(ROOT / "plugin")]))
+    result = subprocess.run([sys.executable, "-c", RUN_KERNELS], cwd=folder, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    limited, doubled = result.stdout.split()[-2:]
+    return float(limited), float(doubled)
+
+
+def test_editing_a_constant_or_callee_a_kernel_reads_as_a_global_recompiles_it(tmp_path):
+    from biobullet.core import jit
+    if not jit.ENABLED:
+        pytest.skip("numba switched off (BIOBULLET_NUMBA=0): nothing is cached")
+    source, cache = tmp_path / "source", tmp_path / "numba_cache"
+    source.mkdir()
+    (source / "kernels.py").write_text(textwrap.dedent(KERNELS))
+    (source / "consts.py").write_text("LIMIT = 3.0\nSCALE = 2.0\n")
+    (source / "helper.py").write_text("from biobullet.core import jit\n\n\ndef _twice_py(x):\n    return 2.0 * x\n"
+                                      "\n\ntwice = jit.compiled(_twice_py)\n")
+    assert _run_kernels(source, cache) == (6.0, 2.0)   # min(10, 3) · 2, 2 · 1
+    assert list(cache.rglob("kernels._limited_py-*.nbi"))   # cached on disk
+    assert _run_kernels(source, cache) == (6.0, 2.0)   # (loaded from the cache)
+    (source / "consts.py").write_text("LIMIT = 4.0\nSCALE = 2.0\n")
+    assert _run_kernels(source, cache)[0] == 8.0   # the imported constant: before, the cached 6.0
+    (source / "consts.py").write_text("LIMIT = 4.0\nSCALE = 3.0\n")
+    assert _run_kernels(source, cache)[0] == 12.0   # MODULE.NAME: before, the cached 8.0
+    (source / "helper.py").write_text((source / "helper.py").read_text().replace("2.0 * x", "3.0 * x"))
+    assert _run_kernels(source, cache)[1] == 3.0   # the callee's file edited: before, the cached 2.0
