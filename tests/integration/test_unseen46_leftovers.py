@@ -17,13 +17,18 @@
 6. core.jit's cache stamp covers what numba freezes from a kernel's globals: a constant imported from another
    module (`from consts import LIMIT`), one read as `consts.SCALE`, a kernel called by a global name — before, an
    edit of any of them in its own file left the kernel's cached machine code with the old value;
+7. the massless-floor error says what was measured — the coordinate's own inertia as a ratio of what the bodies it
+   moves could have at the model's reach — instead of only "moves no mass" for a 1 kg wheel on a 10 km arm;
 """
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 from pathlib import Path
 
@@ -304,3 +309,41 @@ def test_editing_a_constant_or_callee_a_kernel_reads_as_a_global_recompiles_it(t
     assert _run_kernels(source, cache)[0] == 12.0   # MODULE.NAME: before, the cached 8.0
     (source / "helper.py").write_text((source / "helper.py").read_text().replace("2.0 * x", "3.0 * x"))
     assert _run_kernels(source, cache)[1] == 3.0   # the callee's file edited: before, the cached 2.0
+
+
+# ------------------------------------------------------------------ 7. the massless floor's text
+WHEEL_ON_ARM = """<robot name="far_wheel"><link name="base"/>
+<link name="arm"><inertial><origin xyz="5000 0 0"/><mass value="10"/>
+  <inertia ixx="1" iyy="1e8" izz="1e8" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<link name="wheel"><inertial><origin xyz="0 0 0"/><mass value="1"/>
+  <inertia ixx="5e-5" iyy="2.5e-5" izz="2.5e-5" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="swing" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0"/>
+  <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+<joint name="wheel" type="continuous"><parent link="arm"/><child link="wheel"/><origin xyz="10000 0 0"/>
+  <axis xyz="1 0 0"/></joint>
+<biobullet version="1"><gravity xyz="0 0 0"/></biobullet></robot>"""
+
+
+def test_massless_floor_text_names_the_joint_and_the_measured_ratio(tmp_path):
+    # a 1 kg wheel of 1 cm radius (I = m r²/2 = 5e-5 kg·m² about its axle) spinning at the end of a 10 km arm: its
+    # own diagonal entry (Pinocchio's CRBA: 5e-5) against the bound of the floor, m_wheel L² + trace I_wheel with L
+    # the model's reach as the file gives it (|the wheel's joint origin| + |the arm's COM| = 15 km): 2.2e-13, below
+    # MASS_FLOOR_RATIO = 1e-12. Before, the text said only that the wheel "moves no mass"
+    path = tmp_path / "far_wheel.urdf"
+    path.write_text(WHEEL_ON_ARM)
+    pin_model = pin.buildModelFromUrdf(str(path))
+    q = pin.neutral(pin_model)
+    wheel = pin_model.joints[pin_model.getJointId("wheel")].idx_v
+    entry = float(pin.crba(pin_model, pin_model.createData(), q)[wheel, wheel])
+    assert entry == pytest.approx(5e-5, rel=1e-12)
+    reach = 10000.0 + 5000.0
+    ratio = entry / (1.0 * reach ** 2 + (5e-5 + 2.5e-5 + 2.5e-5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # (the plausibility check: a 10 km origin looks like mm)
+        model = biobullet.load_model(path, joint_limits=False)
+    with pytest.raises(biobullet.SolverError) as info:
+        model.forward_dynamics(np.zeros(model.nq), np.zeros(model.nv), np.zeros(model.nv))
+    text = str(info.value)
+    assert "'wheel'" in text and f"{ratio:.3g} of the most the bodies it moves could have" in text, text
+    assert f"{entry:.3g}" in text and "at the model's scale" in text
+

@@ -34,7 +34,8 @@ from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kern
 from biobullet.core import jit
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinate, massless_coordinates, massless_text
+from biobullet.spatial.dense import (MASS_PIVOT_RATIO, coordinate_floor, massless_coordinate, massless_coordinates,
+                                     massless_text)
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10
@@ -286,8 +287,8 @@ def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=Non
         return
     if np.count_nonzero(direction) == 1:   # one tree direction that moves no mass itself: named as a joint
         index = int(np.flatnonzero(direction)[0])
-        raise SolverError(f"{tree.source}{massless_text(tree.names, index, mass[index, index])}; no constraint row "
-                          "holds it, at " + state_text(x, xd, t))
+        text = massless_text(tree.names, index, mass[index, index], coordinate_floor(tree.floor_root, None, index))
+        raise SolverError(f"{tree.source}{text}; no constraint row holds it, at " + state_text(x, xd, t))
     kept = [(c, name) for c, name in zip(direction, tree.names) if abs(c) >= 0.05 * np.max(np.abs(direction))]
     motion = " ".join(f"{c:+.3g}·{name}" for c, name in kept)
     joints = ", ".join(repr(name) for _, name in kept)
