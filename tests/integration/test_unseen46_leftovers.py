@@ -19,6 +19,9 @@
    edit of any of them in its own file left the kernel's cached machine code with the old value;
 7. the massless-floor error says what was measured — the coordinate's own inertia as a ratio of what the bodies it
    moves could have at the model's reach — instead of only "moves no mass" for a 1 kg wheel on a 10 km arm;
+8. a Ctrl-C while a sweep's local cluster starts its workers ends with one line saying the sweep was interrupted and
+   how many points were kept where (before: the workers' KeyboardInterrupt tracebacks, "Nanny failed to start" and
+   distributed's exit-hook traceback, and a line that did not say what was kept).
 """
 from __future__ import annotations
 
@@ -347,3 +350,40 @@ def test_massless_floor_text_names_the_joint_and_the_measured_ratio(tmp_path):
     assert "'wheel'" in text and f"{ratio:.3g} of the most the bodies it moves could have" in text, text
     assert f"{entry:.3g}" in text and "at the model's scale" in text
 
+
+# ------------------------------------------------------------------ 8. Ctrl-C while a sweep's workers start
+def test_ctrl_c_while_the_sweep_workers_start_ends_with_one_line(tmp_path):
+    psutil = pytest.importorskip("psutil")
+    pytest.importorskip("distributed")
+    config = tmp_path / "sweep.json"
+    config.write_text(json.dumps({"function": "demo.sleep", "fixed": {"duration": 0.2},
+                                  "sweep": {"path": "value", "start": 0, "stop": 7, "num": 8}}))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "plugin"))
+    run = subprocess.Popen([sys.executable, "-m", "biobullet.sweep", str(config), "--out", str(out), "--workers", "2",
+                            "--no-progress"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:   # Ctrl-C as a terminal sends it (the whole process group) once the driver has spawned a worker process
+        driver = psutil.Process(run.pid)
+        deadline = time.monotonic() + 120.0
+        while not [child for child in driver.children(recursive=True) if "multiprocessing" in " ".join(
+                child.cmdline()) and "resource_tracker" not in " ".join(child.cmdline())]:
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.01)
+        assert not (out / "points").is_dir() or not list((out / "points").glob("*.json"))   # still starting
+    finally:
+        os.killpg(run.pid, signal.SIGINT)   # (a process group this test started)
+        _, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, stderr
+    # one line: before, each worker caught inside its imports printed a KeyboardInterrupt traceback, distributed's
+    # exit hook a traceback of the half-built cluster, and the last line did not say what was kept
+    assert stderr.strip().splitlines() == [f"biobullet sweep: interrupted — 0 of 8 points finished and kept in {out}; "
+                                           "run the same command again to resume"], stderr
+    deadline = time.monotonic() + 30.0
+    while True:   # the cluster's processes exited with the driver
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the local cluster's processes outlived the driver"
+        time.sleep(0.1)
