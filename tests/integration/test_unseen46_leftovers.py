@@ -191,12 +191,17 @@ def test_massless_coupler_step_end_that_does_not_converge_is_still_named(tmp_pat
 
 
 # ------------------------------------------------------------------ 3. the first apply()'s contacts after the first look
+def _link(name: str, mass: float, com: str = "0 0 0", moments: tuple = (1e-3, 1e-3, 1e-3)) -> str:
+    """A URDF <link> of `mass` kg, its centre of mass at `com` (m), principal moments along its axes (kg·m²)."""
+    inertia = " ".join(f'{axis}="{value!r}"' for axis, value in zip(("ixx", "iyy", "izz"), moments))
+    return (f'<link name="{name}"><inertial><origin xyz="{com}"/><mass value="{mass!r}"/>'
+            f'<inertia {inertia} ixy="0" ixz="0" iyz="0"/></inertial></link>')
+
+
 CONTACT_K = 1e4
 COUPLED_DROP = f"""<robot name="coupled_drop"><link name="world"/>
-<link name="carriage"><inertial><origin xyz="0 0 0"/><mass value="0.5"/>
-  <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
-<link name="ball"><inertial><origin xyz="0 0 0"/><mass value="1.0"/>
-  <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+{_link("carriage", 0.5)}
+{_link("ball", 1.0)}
 <joint name="drive" type="prismatic"><parent link="world"/><child link="carriage"/><origin xyz="0 0 0.1"/>
   <axis xyz="0 0 1"/><limit lower="-10" upper="10" effort="1e9" velocity="1e9"/></joint>
 <joint name="follow" type="prismatic"><parent link="carriage"/><child link="ball"/><origin xyz="0 0 0"/>
@@ -315,11 +320,9 @@ def test_editing_a_constant_or_callee_a_kernel_reads_as_a_global_recompiles_it(t
 
 
 # ------------------------------------------------------------------ 7. the massless floor's text
-WHEEL_ON_ARM = """<robot name="far_wheel"><link name="base"/>
-<link name="arm"><inertial><origin xyz="5000 0 0"/><mass value="10"/>
-  <inertia ixx="1" iyy="1e8" izz="1e8" ixy="0" ixz="0" iyz="0"/></inertial></link>
-<link name="wheel"><inertial><origin xyz="0 0 0"/><mass value="1"/>
-  <inertia ixx="5e-5" iyy="2.5e-5" izz="2.5e-5" ixy="0" ixz="0" iyz="0"/></inertial></link>
+WHEEL_ON_ARM = f"""<robot name="far_wheel"><link name="base"/>
+{_link("arm", 10.0, "5000 0 0", (1.0, 1e8, 1e8))}
+{_link("wheel", 1.0, "0 0 0", (5e-5, 2.5e-5, 2.5e-5))}
 <joint name="swing" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0"/>
   <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
 <joint name="wheel" type="continuous"><parent link="arm"/><child link="wheel"/><origin xyz="10000 0 0"/>
