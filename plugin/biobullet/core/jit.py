@@ -140,6 +140,8 @@ def _code_digest(function: types.FunctionType, seen: frozenset) -> str:
         for constant in code.co_consts:
             if isinstance(constant, types.CodeType):
                 codes.append(constant)
+            elif isinstance(constant, frozenset):   # (`x in {...}`: its repr's order follows the string hash seed)
+                digest.update(repr(sorted(map(repr, constant))).encode())
             else:
                 digest.update(repr(constant).encode())
     for text in _global_texts(function, {}, seen | {function.__code__}):
