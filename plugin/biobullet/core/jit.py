@@ -796,7 +796,10 @@ def _compiled_address(function: Callable, signature, bind: Bindings, error_model
     finally:
         _ERROR_MODEL.pop()
     target = _with_globals(function, bound_kernels)
-    _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
+    # (without bindings the digest is the njit form's too, whatever the signature: a function compiled both ways, or
+    # for several signatures, keeps one stamp instead of each deleting the other's cache files)
+    _drop_stale_cache(target, _source_digest(function, bound_kernels)
+                      + (str(signature) + error_model if bound_kernels else ""))
     _announce_compiles()
     _KERNEL_CODES.add(function.__code__)
     with _compile_failures(function):
