@@ -89,6 +89,8 @@ END_TOLERANCE = 1.0e-7
 #: within this (m, or direction cosines): a hundredth of the loop gap the bridge promises after a clean step (1e-9 m)
 LOOP_END_TOLERANCE = 1.0e-11
 END_ITERATIONS = 8
+#: `kernels._end_newton_py`'s status where its Schur kernel declined (M not positive definite: `_end_newton_kkt`)
+END_SCHUR_DECLINED = 2
 #: on the one-call loop stage the loops' end point is evaluated (≈ 1.3–1.9 µs on the four-bar, 2.1–2.7 on the
 #: squeezer) only on the steps whose predicted Taylor miss exceeds this (m; `kernels._loops_due_py`): the last known
 #: miss (the last evaluation's, or the last skipped step's real gap, read free as the next step's start residual)
@@ -520,7 +522,7 @@ class Bridge:
     def _refuse_unheld_massless(self) -> None:
         """SolverError naming a joint that moves no mass (its diagonal entry of M below its floor,
         `spatial.dense.MASS_FLOOR_RATIO`) and that no row of the bridge's constrained solve holds
-        (`constraints.solve.unheld_massless`), at the model's initial state: there the KKT matrix is singular and the
+        (`constraints.solve.refuse_unheld`), at the model's initial state: there the KKT matrix is singular and the
         solve's ẍ meaningless (a hinge through a point mass beside a joint function: 71 rad/s² predicted). Tested
         once here, not per step: the solve kernels keep their relative pivot tests. A bridge without rows leaves
         the tree's dynamics to PyBullet, and so does one with native loops (PyBullet's constraints may hold what
@@ -528,17 +530,14 @@ class Bridge:
         if not self.constraints.n or self.native_constraints:
             return
         from biobullet.algorithms.vectorized import mass_matrix_and_bias
-        from biobullet.constraints.solve import unheld_massless
+        from biobullet.constraints.solve import TreeDirections, refuse_unheld
         from biobullet.dynamics.multipliers import tree_direction_names
-        from biobullet.spatial.dense import massless_text
         model = self.model
         x, xd, _, _ = model.joint_state(*model.initial_state())
         mass = mass_matrix_and_bias(model, x)[0]
-        index = unheld_massless(mass, model.compiled.mass_floor_root, constraint_terms(self.constraints, x, xd, 0.0)[1])
-        if index is not None:
-            raise SolverError(f"{model.file}: the bridge's constrained solve: "
-                              + massless_text(tree_direction_names(model), index, mass[index, index])
-                              + "; no constraint row holds it")
+        tree = TreeDirections(tree_direction_names(model), model.compiled.mass_floor_root,
+                              f"{model.file}: the bridge's constrained solve: ")
+        refuse_unheld(mass, constraint_terms(self.constraints, x, xd, 0.0)[1], tree, x, xd, 0.0)
 
     def _create_native_loops(self) -> dict[str, int]:
         """POINT2POINT constraints for `<loop>`s (3 rows each; a planar loop's normal row is redundant)."""
@@ -1104,8 +1103,15 @@ class Bridge:
                     torque = self._apply_checked_rows(x, xd)
                     if torque is not None:
                         return torque
+            first = contacts is not None and watch.written is not None and not watch.armed
+            if first:   # (the first apply() after the bridge wrote a state: the first look may project)
+                read = (x.copy(), xd.copy())
             watch.observe(x, xd)   # may project (x, ẋ) in place (bridge/outside.py)
-            if watch.jumped and contacts is not None:   # a reset / restoreState: the contacts start from it
+            if contacts is not None and (watch.jumped or first and not (np.array_equal(x, read[0])
+                                                                        and np.array_equal(xd, read[1]))):
+                # a reset / restoreState, or the first look's projection (written back to PyBullet): the contacts
+                # start from the state the solve takes (before, the first apply()'s forces were those of the state
+                # read, its dependent joints off the rows)
                 extra = contacts.after_jump()
         repeated = watch.repeated
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (same step, same clock)
@@ -1515,14 +1521,48 @@ class Bridge:
         put the end point on the manifold — one compiled call (`kernels.end_newton`, also inside the rows kernels
         of `_rows_stage`, which evaluates the loops' end point only where their predicted Taylor miss exceeds
         LOOP_SKIP_BELOW; here, every step), ẍ (the watch's prediction), τ and λ updated in place. A miss is named
-        (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`)."""
+        (`_end_missed`). Plug-in rows without compiled jets keep the Taylor target (watched, `bridge.outside`).
+        Where the kernel's Schur complement declines (its M⁻¹ does not exist: a massless link the rows hold), the
+        same Newton steps on the KKT matrix (`_end_newton_kkt`)."""
         if self._end_newton is not None:   # (C-contiguous arrays: its direct entry)
             functions, loops, tree = self._end
             self._restart_loop_record()   # (no start residual here: every step evaluates the loops' end point)
-            if self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
-                                self._lambda):
+            status = self._end_newton(functions, loops, tree, self._gains, self.time, x, xd, mass, jac, xdd, torque,
+                                      self._lambda)
+            if status == END_SCHUR_DECLINED:
+                status = self._end_newton_kkt(x, xd, xdd, mass, torque)
+            if status:
                 self._end_missed(x, xd, xdd)
         return torque
+
+    def _end_newton_kkt(self, x, xd, xdd, mass, torque) -> int:
+        """`_end_correction`'s Newton steps where the compiled ones declined because they go through M⁻¹, singular
+        where a link without mass is held by the rows (a four-bar's massless coupler: before, every step warned that
+        the Newton steps "did not converge" at the Taylor miss, 4.5e-11 m, which no step had corrected): Δλ from
+        the minimum-norm KKT solution of M Δẍ = Φ_xᵀΔλ, Φ_x Δẍ = −Φ/(c dt²) (`constrained_acceleration`,
+        least squares), Φ and Φ_x at each end point (the base's pose held, as in the kernel), ẍ, τ and λ updated in
+        place until every row is within LOOP_END_TOLERANCE (the tighter of the kernel's two tolerances). Only this
+        rare path pays for it (Python, one KKT solve per Newton step). 0 when within it, 1 when a value is not
+        finite, 3 when END_ITERATIONS steps were not enough (the caller names the rows)."""
+        c, dt = substep_weight(self.substeps), self.dt
+        h, t_end, zero = c * dt * dt, self.time + dt, np.zeros(len(xd))
+        base, base_v = self._base, self._base_v
+        for k in range(END_ITERATIONS + 1):
+            x_end = np.array(x, dtype=float)
+            x_end[base:] += dt * xd[base_v:] + h * xdd[base_v:]
+            phi, jac = constraint_terms(self.constraints, x_end, xd, t_end)[:2]
+            worst = float(np.abs(phi).max(initial=0.0))
+            if not math.isfinite(worst):
+                return 1
+            if worst <= LOOP_END_TOLERANCE:
+                return 0
+            if k == END_ITERATIONS:
+                return 3
+            step, delta = constrained_acceleration(mass, zero, None, jac, -phi / h, redundant="least_squares")
+            xdd += step
+            torque += jac.T @ delta
+            self._lambda += delta
+        return 3
 
     def _end_missed(self, x, xd, xdd) -> None:
         """The step-end correction left a row beyond its tolerance (END_ITERATIONS Newton steps were not enough, a

@@ -34,7 +34,8 @@ from biobullet.algorithms.compiled_kernels import cholesky_factor, cholesky_kern
 from biobullet.core import jit
 
 from biobullet.core.errors import ModelError, SolverError
-from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinate, massless_coordinates
+from biobullet.spatial.dense import (MASS_PIVOT_RATIO, coordinate_floor, massless_coordinate, massless_coordinates,
+                                     massless_text)
 
 #: relative singular value of the row-scaled constraint Jacobian treated as zero (rank diagnostics)
 RANK_TOLERANCE = 1e-10
@@ -201,30 +202,6 @@ def _positive_definite(mass: np.ndarray) -> bool:
     return dpotrf(mass, lower=1, clean=1)[1] == 0
 
 
-def unheld_massless(mass: np.ndarray, floor_root: np.ndarray, jac: np.ndarray) -> int | None:
-    """The tree direction that moves no mass and that no constraint row holds (the KKT matrix singular), None
-    when there is none.
-
-    A direction k whose own diagonal entry is not above its floor (`spatial.dense.massless_coordinate_py`) has a row
-    of M that is round-off (|M_kj| ≤ √(M_kk M_jj)): M is singular along it, and so is every combination of such
-    directions. The KKT matrix [[M, Φ_xᵀ], [Φ_x, 0]] is regular only where Φ_x is injective on their span (each is
-    held by the rows: a massless coupler inside a loop, a massless joint driven by a joint function). The test: the
-    columns of the massless directions in the row-normalised Φ_x have full rank (smallest singular value above
-    RANK_TOLERANCE, the rank diagnostics' tolerance); else the direction with the largest component along the
-    unheld combination (the right singular vector of the smallest singular value) is returned."""
-    massless = massless_coordinates(mass, floor_root, None)
-    if not massless:
-        return None
-    if not len(jac):
-        return massless[0]
-    scale = np.linalg.norm(jac, axis=1)
-    block = (jac / np.where(scale > 0.0, scale, 1.0)[:, None])[:, massless]
-    _, singular, vectors = np.linalg.svd(block)   # (vectors: all |massless| right singular vectors)
-    if len(singular) == len(massless) and singular[-1] > RANK_TOLERANCE:
-        return None
-    return massless[int(np.argmax(np.abs(vectors[-1])))]
-
-
 class TreeDirections(NamedTuple):
     """What deciding and naming a singular tree mass matrix takes: each tree direction's name, its mass floor
     (`CompiledModel.mass_floor_root`, √(MASS_FLOOR_RATIO × bound)) and the text an error starts with (file,
@@ -234,19 +211,44 @@ class TreeDirections(NamedTuple):
     source: str
 
 
-def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) -> np.ndarray | None:
+def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray, *,
+                     whole: bool = True) -> np.ndarray | None:
     """The unit tree direction along which the KKT matrix [[M, Φ_xᵀ], [Φ_x, 0]] is singular, None where it is
     regular: M positive definite on the null space of Φ_x (held by the rows wherever M itself is singular).
 
-    With N an orthonormal basis of ker Φ_x (row-normalised, rank at RANK_TOLERANCE as `check_rank`), Nᵀ M N is
+    Where tree directions move no mass themselves (their own diagonal entry not above its floor,
+    `spatial.dense.massless_coordinate_py`: their rows of M are round-off, |M_kj| ≤ √(M_kk M_jj)), M is singular
+    along each of them and every combination, and the KKT matrix is regular only where Φ_x is injective on their
+    span (each held by the rows: a massless coupler inside a loop, a massless joint driven by a joint function).
+    The test, cheap enough per evaluation (one compare per entry, an SVD of the massless columns): those columns
+    of the row-normalised Φ_x have full rank (smallest singular value above RANK_TOLERANCE) — None —, else the unit
+    vector of the massless direction with the largest component along the unheld combination (the right singular
+    vector of the smallest singular value): a direction the error names as a joint that moves no mass.
+
+    Then (where they are held — unless `whole` is False: the multipliers' check per evaluation, which solves the
+    KKT matrix there —, or there are none) the whole test, O(n³) (an SVD and an eigen-decomposition): with
+    N an orthonormal basis of ker Φ_x (row-normalised, rank at RANK_TOLERANCE as `check_rank`), Nᵀ M N is
     tested as the pipeline tests its Gᵀ M G: each diagonal entry above its floor through N ((Σ_a |N_ac| √floor_a)²,
     `spatial.dense.massless_coordinate`: a basis direction that moves no mass) and each Cholesky pivot² above
     MASS_PIVOT_RATIO × its diagonal entry (a combination that moves none: the base's x minus a slider along it). A
     declined pivot along a direction v that moves mass (vᵀMv above its floor) on an M — or an Nᵀ M N, where M itself
     is singular along directions the rows hold (a massless link) — that LAPACK factorises is a near-singular posture,
-    not a massless motion: None (the KKT matrix is solved, as for `mass_ratio`). For the
-    rare path where M's own factorisation failed (O(n³) SVD and eigen-decomposition)."""
+    not a massless motion: None (the KKT matrix is solved, as for `mass_ratio`)."""
     n = mass.shape[0]
+    massless = massless_coordinates(mass, floor_root, None)
+    if massless:
+        held = False
+        if len(jac):
+            scale = np.linalg.norm(jac, axis=1)
+            block = (jac / np.where(scale > 0.0, scale, 1.0)[:, None])[:, massless]
+            _, singular, vectors = np.linalg.svd(block)   # (vectors: all |massless| right singular vectors)
+            held = len(singular) == len(massless) and singular[-1] > RANK_TOLERANCE
+        if not held:
+            unit = np.zeros(n)
+            unit[massless[int(np.argmax(np.abs(vectors[-1])))] if len(jac) else massless[0]] = 1.0
+            return unit
+        if not whole:
+            return None
     if len(jac):
         scale = np.linalg.norm(jac, axis=1)
         _, singular, vt = np.linalg.svd(jac / np.where(scale > 0.0, scale, 1.0)[:, None])
@@ -274,14 +276,20 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) 
     return direction / np.linalg.norm(direction)
 
 
-def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=None, xd=None, t: float = 0.0) -> None:
-    """SolverError naming the tree directions along which the KKT matrix is singular (`unheld_direction`); nothing
-    where it is regular; a non-finite M gets `mass_factor`'s error (the caller's divergence, not a direction)."""
+def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=None, xd=None, t: float = 0.0, *,
+                  whole: bool = True) -> None:
+    """SolverError naming the tree directions along which the KKT matrix is singular (`unheld_direction`, `whole`
+    as there): a joint that moves no mass and no row holds, or the motion; nothing where it is regular; a
+    non-finite M gets `mass_factor`'s error (the caller's divergence, not a direction)."""
     if not np.all(np.isfinite(mass)):
         mass_factor(mass, x, t)
-    direction = unheld_direction(mass, jac, tree.floor_root)
+    direction = unheld_direction(mass, jac, tree.floor_root, whole=whole)
     if direction is None:
         return
+    if np.count_nonzero(direction) == 1:   # one tree direction that moves no mass itself: named as a joint
+        index = int(np.flatnonzero(direction)[0])
+        text = massless_text(tree.names, index, mass[index, index], coordinate_floor(tree.floor_root, None, index))
+        raise SolverError(f"{tree.source}{text}; no constraint row holds it, at " + state_text(x, xd, t))
     kept = [(c, name) for c, name in zip(direction, tree.names) if abs(c) >= 0.05 * np.max(np.abs(direction))]
     motion = " ".join(f"{c:+.3g}·{name}" for c, name in kept)
     joints = ", ".join(repr(name) for _, name in kept)
@@ -513,5 +521,5 @@ schur_solve = jit.lazy(_schur_kernel_py, bind=_cholesky_bindings)
 
 __all__ = ["ConstraintRows", "Corrector", "PIVOT_CHECK", "RANK_TOLERANCE", "check_rank", "constrained_acceleration",
            "factor_solve", "mass_factor", "null_space_basis", "null_space_kernel", "refuse_unheld", "schur_kernel",
-           "schur_solve", "TreeDirections", "try_mass_factor", "unheld_direction", "unheld_massless",
+           "schur_solve", "TreeDirections", "try_mass_factor", "unheld_direction",
            "velocity_projection"]

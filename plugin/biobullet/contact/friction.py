@@ -26,9 +26,26 @@ from biobullet.contact.base import FrictionLaw
 from biobullet.contact.kernels import (FRICTION_AMBROSIO, FRICTION_COULOMB, FRICTION_NONE, FRICTION_OPENSIM,
                                        FRICTION_REGULARIZED, FRICTION_STRIBECK)
 from biobullet.core.attributes import error, to_float
+from biobullet.contact.normal import MAX_DISSIPATION
 from biobullet.contact.registry import register_friction_law
 
 REGULARIZATIONS: tuple[str, ...] = ("atan", "tanh")
+#: the largest friction coefficient μ (μ_s, μ_d) accepted: measured dry coefficients stay below ≈ 5 (rubber on clean
+#: glass ≈ 2–4; the project's files ≤ 4.7), 1e3 leaves room for a regularised law standing in for sticking; above
+#: it μ F_N is no friction any surface has, and at 1e300 it overflowed (reported as the contact's force)
+MAX_FRICTION_COEFFICIENT = 1.0e3
+
+
+def _coefficient(source: SourceRef | None, key: str, raw: float) -> float:
+    """A friction coefficient μ in [0, MAX_FRICTION_COEFFICIENT]."""
+    return to_float(source, key, raw, non_negative=True, at_most=MAX_FRICTION_COEFFICIENT,
+                    expected=f"a non-negative friction coefficient ≤ {MAX_FRICTION_COEFFICIENT:g}")
+
+
+def _viscous(source: SourceRef | None, key: str, raw: float) -> float:
+    """A viscous friction coefficient [s/m] in [0, MAX_DISSIPATION] (μ_v s is 1 at 1 µm/s for the largest)."""
+    return to_float(source, key, raw, non_negative=True, at_most=MAX_DISSIPATION,
+                    expected=f"a non-negative viscous coefficient ≤ {MAX_DISSIPATION:g} (s/m)")
 
 
 def _check_kind(kind: str, source: SourceRef | None) -> str:
@@ -59,7 +76,7 @@ class Coulomb(FrictionLaw):
     kernel_kind: ClassVar[int] = FRICTION_COULOMB
 
     def __init__(self, *, mu: float, source: SourceRef | None = None) -> None:
-        self.mu = to_float(source, "mu", mu, non_negative=True)
+        self.mu = _coefficient(source, "mu", mu)
 
     def kernel_parameters(self) -> tuple[float, ...]:
         return (self.mu,)
@@ -76,7 +93,7 @@ class Regularized(FrictionLaw):
 
     def __init__(self, *, mu: float, v0: float, regularization: str = "atan",
                  source: SourceRef | None = None) -> None:
-        self.mu = to_float(source, "mu", mu, non_negative=True)
+        self.mu = _coefficient(source, "mu", mu)
         self.v0 = to_float(source, "v0", v0, positive=True)
         self.regularization = _check_kind(regularization, source)
 
@@ -93,7 +110,7 @@ class Ambrosio(FrictionLaw):
     kernel_kind: ClassVar[int] = FRICTION_AMBROSIO
 
     def __init__(self, *, mu: float, v0: float, v1: float, source: SourceRef | None = None) -> None:
-        self.mu = to_float(source, "mu", mu, non_negative=True)
+        self.mu = _coefficient(source, "mu", mu)
         self.v0 = to_float(source, "v0", v0, non_negative=True)
         self.v1 = to_float(source, "v1", v1, positive=True)
         if not self.v1 > self.v0:
@@ -115,14 +132,14 @@ class Stribeck(FrictionLaw):
 
     def __init__(self, *, mu: float, mu_static: float, stribeck_velocity: float, v0: float,
                  viscous: float = 0.0, regularization: str = "atan", source: SourceRef | None = None) -> None:
-        self.mu = to_float(source, "mu", mu, non_negative=True)
-        self.mu_static = to_float(source, "mu_static", mu_static, non_negative=True)
+        self.mu = _coefficient(source, "mu", mu)
+        self.mu_static = _coefficient(source, "mu_static", mu_static)
         if self.mu_static < self.mu:
             raise error(source, "mu_static", f"mu_static = {self.mu_static:g} is below mu = {self.mu:g}",
                               "mu_static ≥ mu (kinetic)")
         self.stribeck_velocity = to_float(source, "stribeck_velocity", stribeck_velocity, positive=True)
         self.v0 = to_float(source, "v0", v0, positive=True)
-        self.viscous = to_float(source, "viscous", viscous, non_negative=True)
+        self.viscous = _viscous(source, "viscous", viscous)
         self.regularization = _check_kind(regularization, source)
 
     def kernel_parameters(self) -> tuple[float, ...]:
@@ -141,13 +158,13 @@ class OpenSimFriction(FrictionLaw):
 
     def __init__(self, *, mu_static: float, mu_dynamic: float, mu_viscous: float = 0.0,
                  transition_velocity: float = 0.01, source: SourceRef | None = None) -> None:
-        self.mu_static = to_float(source, "mu_static", mu_static, non_negative=True)
-        self.mu_dynamic = to_float(source, "mu_dynamic", mu_dynamic, non_negative=True)
+        self.mu_static = _coefficient(source, "mu_static", mu_static)
+        self.mu_dynamic = _coefficient(source, "mu_dynamic", mu_dynamic)
         if self.mu_dynamic > 2.0 * self.mu_static:
             raise error(source, "mu_dynamic", f"mu_dynamic = {self.mu_dynamic:g} exceeds twice mu_static = "
                         f"{self.mu_static:g} (the coefficient would turn negative at small slip)",
                         "mu_dynamic ≤ 2 mu_static")
-        self.mu_viscous = to_float(source, "mu_viscous", mu_viscous, non_negative=True)
+        self.mu_viscous = _viscous(source, "mu_viscous", mu_viscous)
         self.transition_velocity = to_float(source, "transition_velocity", transition_velocity, positive=True)
 
     def kernel_parameters(self) -> tuple[float, ...]:

@@ -53,6 +53,13 @@ MAX_DISSIPATION = 1.0e6
 #: below ≈ 0.46 (0.459 at cr = 0.01, 0.456 at 1e-12): the law is derived for cr near 1 (paper 002: most laws are
 #: accurate for 0.7 ≤ cr ≤ 1).
 RESTITUTION_RANGE = (0.01, 1.0)
+#: the smallest floor δ̇⁻_min (m/s) of the approach velocity accepted: the floor acts on a contact that starts
+#: slower than it (at rest: the bridge's first step, a ball placed on the ground), whose hysteresis damping is then
+#: χ = c(cr) K / δ̇⁻_min. Such a contact creeps into its static depth at ≈ δ̇⁻_min / c, so at 1e-9 m/s a millimetre
+#: takes ≥ 1e6 s / c (weeks; 1e-7 already barely moved a 1 kg ball in 0.2 s): a smaller floor changes nothing a run
+#: can show and only stiffens it (χ δⁿ / m: at 1e-8 Hu–Guo's cr = 0.01 ball started at rest exhausted the implicit
+#: Radau's budget), and at 1e-300 c K δ̇ / δ̇⁻_min overflowed (reported as the contact's force, not its attribute).
+MIN_IMPACT_VELOCITY_LOWEST = 1.0e-9
 
 
 def _stiffness(source: SourceRef | None, raw: Any) -> float:
@@ -157,8 +164,11 @@ class RestitutionLaw(Hertz):
         low, high = RESTITUTION_RANGE
         self.restitution = to_float(source, "restitution", restitution, at_least=low, at_most=high,
                                     expected=f"a coefficient of restitution in [{low:g}, {high:g}] (1: elastic)")
-        self.min_impact_velocity = to_float(source, "min_impact_velocity", min_impact_velocity,
-                                                positive=True)
+        lowest = MIN_IMPACT_VELOCITY_LOWEST
+        self.min_impact_velocity = to_float(source, "min_impact_velocity", min_impact_velocity, at_least=lowest,
+                                            expected=f"a positive floor of the approach velocity ≥ {lowest:g} m/s (its "
+                                                     f"hysteresis damping c K / floor grows without bound below: a "
+                                                     f"contact starting at rest creeps in at ≈ floor / c)")
 
     #: c(cr) = slope (1 − cr), divided by cr where `over_restitution`
     slope: ClassVar[float]

@@ -27,8 +27,9 @@ before typing it, so a kernel bound with the flag off never compiles what the br
 per model only the stages of the features it has (`pipeline.kernels`). Such a variant is named by `variant`
 (a suffix of its qualified name: numba's on-disk cache keeps each variant apart). numba keys its on-disk cache on
 the kernel's own file only; `compiled` also keys it on the source of the bound kernels, how each is reached
-(IR-inlined or called) and the constants (a stamp beside the cache files), so editing a callee in another file, or
-switching its binding, recompiles its callers; a cache entry numba cannot
+(IR-inlined or called), the bound constants, and what the kernel reads from its module's globals — constants by
+name or as MODULE.NAME, kernels called by a global name (`_global_texts`) — (a stamp beside the cache files), so
+editing a callee or a constant in another file, or switching its binding, recompiles its callers; a cache entry numba cannot
 load (a type its index names has moved, a garbled file) is compiled again, not raised (`_guard_cache`). A module whose kernels
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
@@ -70,16 +71,96 @@ def compiling() -> bool:
     return ENABLED and not getattr(_THREAD, "uncompiled", False)
 
 _COMPILED: dict[Any, Any] = {}   # (function, inline, variant, error model, nogil, nrt) → its compiled twin
-_DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy) → digest of its source and its bindings
+_DIGESTS: dict[Any, str] = {}   # compiled Python function (a bound copy), or one a kernel reads as a global → digest
+#                                 of its source, its globals and its bindings
 
 
-def _source_digest(function: Callable, bound: Mapping[str, Any]) -> str:
-    """Digest of `function`'s source and of the kernels bound into it (their own bindings included)."""
+def _constant_text(value: Any) -> str | None:
+    """The text of a global value numba compiles in as a constant (a number, a string, a tuple of them, an array),
+    None for anything else."""
+    if isinstance(value, (bool, int, float, complex, str, bytes, type(None))):
+        return repr(value)
+    if isinstance(value, tuple):
+        parts = [_constant_text(part) for part in value]
+        return None if None in parts else "(" + ", ".join(parts) + ")"   # type: ignore[arg-type]
+    if type(value).__module__ == "numpy" and hasattr(value, "tobytes") and hasattr(value, "dtype"):
+        return f"{value.dtype}{getattr(value, 'shape', ())}:{hashlib.sha256(value.tobytes()).hexdigest()}"
+    return None
+
+
+def _global_texts(function: Callable, bound: Mapping[str, Any], seen: frozenset) -> list[str]:
+    """What numba freezes into `function`'s machine code from its module's globals (besides `bound`): each constant
+    it reads by name or as MODULE.NAME (its value), and each kernel or function it calls by a global name (its
+    digest, its own globals included). numba keys its on-disk cache on the kernel's own file only, so a constant
+    imported from another module (`from x import LIMIT`) or a callee edited in its own file left a stale kernel."""
+    names: set[str] = set()
+    codes = [function.__code__]
+    while codes:   # (nested functions' names too)
+        code = codes.pop()
+        names.update(code.co_names)
+        codes.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    namespace = getattr(function, "__globals__", {})
+    texts = []
+    for name in sorted(names):
+        if name in bound or name not in namespace:
+            continue
+        value = namespace[name]
+        if isinstance(value, types.ModuleType):   # MODULE.NAME: its constants among the names read
+            for attribute in sorted(names):
+                try:   # (a lazy package's __getattr__ may raise what it likes for a name it does not have)
+                    text = _constant_text(getattr(value, attribute))
+                except Exception:
+                    continue
+                if text is not None:
+                    texts.append(f"{name}.{attribute}={text}")
+            continue
+        text = _constant_text(value)
+        if text is not None:
+            texts.append(f"{name}={text}")
+            continue
+        callee = getattr(value, "py_func", value)
+        if isinstance(callee, types.FunctionType) and callee.__code__ not in seen:
+            digest = _DIGESTS.get(callee)
+            if digest is None:   # (kept: a function read by many kernels is digested once per process)
+                digest = _DIGESTS[callee] = _code_digest(callee, seen)
+            texts.append(f"{name}:{digest}")
+    return texts
+
+
+def _code_digest(function: types.FunctionType, seen: frozenset) -> str:
+    """Digest of a function a kernel calls by a global name: its byte code, constants and names (nested functions'
+    too: what numba compiles, read without `inspect.getsource`, which parses the file: ≈ 2 ms a function) and the
+    globals it reads in turn (`_global_texts`)."""
+    digest = hashlib.sha256()
+    codes = [function.__code__]
+    while codes:
+        code = codes.pop()
+        digest.update(code.co_code)
+        digest.update(repr((code.co_names, code.co_varnames)).encode())
+        for constant in code.co_consts:
+            if isinstance(constant, types.CodeType):
+                codes.append(constant)
+            elif isinstance(constant, frozenset):   # (`x in {...}`: its repr's order follows the string hash seed)
+                digest.update(repr(sorted(map(repr, constant))).encode())
+            else:
+                digest.update(repr(constant).encode())
+    for text in _global_texts(function, {}, seen | {function.__code__}):
+        digest.update(text.encode())
+    return digest.hexdigest()
+
+
+def _source_digest(function: Callable, bound: Mapping[str, Any], seen: frozenset = frozenset()) -> str:
+    """Digest of `function`'s source, of the globals numba compiles into it (`_global_texts`) and of the kernels
+    bound into it (their own bindings included)."""
     digest = hashlib.sha256()
     try:
         digest.update(inspect.getsource(function).encode())
     except (OSError, TypeError):
         digest.update(function.__qualname__.encode())
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        for text in _global_texts(function, bound, seen | {code}):
+            digest.update(text.encode())
     for name in sorted(bound):
         callee = getattr(bound[name], "py_func", bound[name])
         digest.update(name.encode())
@@ -468,7 +549,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
         # an inlined twin is always a copy: its callers' bindings go into its own namespace, not the module
         target = _with_globals(function, bound_kernels, name)
         digest = _DIGESTS[target] = _source_digest(function, bound_kernels)
-        if bound_kernels and not inline:   # an inlined twin has no cache of its own: its caller's decides
+        if not inline:   # an inlined twin has no cache of its own: its caller's decides
             _drop_stale_cache(target, digest)
         _announce_compiles()
         _KERNEL_CODES.add(function.__code__)
@@ -715,8 +796,10 @@ def _compiled_address(function: Callable, signature, bind: Bindings, error_model
     finally:
         _ERROR_MODEL.pop()
     target = _with_globals(function, bound_kernels)
-    if bound_kernels:
-        _drop_stale_cache(target, _source_digest(function, bound_kernels) + str(signature) + error_model)
+    # (without bindings the digest is the njit form's too, whatever the signature: a function compiled both ways, or
+    # for several signatures, keeps one stamp instead of each deleting the other's cache files)
+    _drop_stale_cache(target, _source_digest(function, bound_kernels)
+                      + (str(signature) + error_model if bound_kernels else ""))
     _announce_compiles()
     _KERNEL_CODES.add(function.__code__)
     with _compile_failures(function):

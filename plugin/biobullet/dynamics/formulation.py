@@ -20,7 +20,7 @@ import numpy as np
 
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.plugins import PluginRegistry
-from biobullet.spatial.dense import massless_coordinate, massless_text, solve_spd
+from biobullet.spatial.dense import coordinate_floor, massless_coordinate, massless_text, solve_spd
 
 DEFAULT_FORMULATION = "reduced"
 GENERALIZED, JOINT = "generalized", "joint"
@@ -68,8 +68,9 @@ class Formulation(ABC):
         # the pipeline's test of each coordinate's own diagonal entry (it moves no mass), through G at this state
         massless = massless_coordinate(mass, model.compiled.mass_floor_root, gradient)
         if massless is not None:
-            raise SolverError((f"{model.file}: " if model.file else "") + massless_text(model.velocity_names, massless,
-                                                                mass[massless, massless]))
+            floor = coordinate_floor(model.compiled.mass_floor_root, gradient, massless)
+            raise SolverError((f"{model.file}: " if model.file else "")
+                              + massless_text(model.velocity_names, massless, mass[massless, massless], floor))
         return solve_spd(mass, rhs, model.file, model.velocity_names)
 
     # joint-space (DAE) formulations implement these

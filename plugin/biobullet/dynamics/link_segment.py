@@ -50,7 +50,7 @@ from biobullet.constraints.loops import cross3, tree_kinematics
 from biobullet.core import jit
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.dynamics.formulation import Formulation, register_formulation
-from biobullet.spatial.dense import MASS_PIVOT_RATIO, massless_coordinate, massless_text
+from biobullet.spatial.dense import MASS_PIVOT_RATIO, coordinate_floor, massless_coordinate, massless_text
 
 _MASSLESS = 1e-12  # kg: a body this light is an intermediate link of a grouped joint
 
@@ -1348,7 +1348,8 @@ def _singular(file: str, model=None, x=None):
         index = massless_coordinate(mass, model.compiled.mass_floor_root, None)
         if index is not None:
             raise SolverError(f"{file}: the link-segment system is singular to round-off: "
-                              + massless_text(model.velocity_names, index, mass[index, index]))
+                              + massless_text(model.velocity_names, index, mass[index, index],
+                                              coordinate_floor(model.compiled.mass_floor_root, None, index)))
     raise SolverError(f"{file}: the link-segment system is singular to round-off (a direction that moves no mass — "
                       "a point mass on its hinge's axis or on a ball joint turns freely about that line —, a hinge at "
                       "an inconsistent state, or a ball joint built from three axes at gimbal lock)")

@@ -21,7 +21,7 @@ KKT matrix where the rows hold it, and refused, naming the joint, where none doe
 COMBINATION of directions that each move mass (a floating base on a massless root link with a slider along the
 base's x: base x minus the slider moves no mass) is decided where M's own factorisation fails: the KKT matrix is
 solved where M is positive definite on the null space of Φ_x (the slider's prescribed row holds that motion) and
-refused, naming the joints, where it is not (`constraints.solve.unheld_direction`); the projections follow the same
+refused, naming the joints, where it is not (`constraints.solve.unheld_direction`, `refuse_unheld`); the projections follow the same
 rule (`_projection_factor`).
 """
 from __future__ import annotations
@@ -30,12 +30,12 @@ import numpy as np
 
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import (Corrector, TreeDirections, check_rank, constrained_acceleration,
-                                         factor_solve, refuse_unheld, state_text, try_mass_factor, unheld_massless)
+                                         factor_solve, refuse_unheld, state_text, try_mass_factor)
 from biobullet.constraints.loops import loop_terms, point_state, tree_kinematics
 from biobullet.core.errors import ModelError, SolverError
 from biobullet.dynamics.formulation import JOINT, Formulation, register_formulation
 from biobullet.algorithms.vectorized import mass_matrix_and_bias
-from biobullet.spatial.dense import massless_coordinate, massless_text
+from biobullet.spatial.dense import massless_coordinate
 
 DEFAULT_BAUMGARTE = (10.0, 10.0)
 #: the least ratio (smallest Cholesky pivot)² / (largest diagonal entry) of M for the range-space solve through M⁻¹;
@@ -49,24 +49,23 @@ def tree_direction_names(model) -> tuple[str, ...]:
     return model.velocity_names[:model.base_nv] + tuple(model.joint_names)
 
 
+_TREE = "multipliers.tree"   # key of `_tree`'s result in `Model.derived`
+
+
 def _tree(model) -> TreeDirections:
-    """The tree directions' names and mass floors, for deciding and naming a singular M."""
-    return TreeDirections(tree_direction_names(model), model.compiled.mass_floor_root,
-                          f"{model.file}: formulation 'multipliers': ")
+    """The tree directions' names and mass floors, for deciding and naming a singular M: built once per model
+    (`Model.derive`; it was built at every evaluation, ≈ 2 µs)."""
+    return model.derive(_TREE, lambda: TreeDirections(tree_direction_names(model), model.compiled.mass_floor_root,
+                                                      f"{model.file}: formulation 'multipliers': "))
 
 
 def _refuse_massless(model, mass: np.ndarray, jac: np.ndarray, x, xd, t: float) -> bool:
     """Whether a tree direction moves no mass (its diagonal entry not above its floor,
     `spatial.dense.MASS_FLOOR_RATIO`: one compare per entry); SolverError naming the joint where no constraint row
-    holds it (`constraints.solve.unheld_massless`)."""
-    floor = model.compiled.mass_floor_root
-    if massless_coordinate(mass, floor, None) is None:
+    holds it, or the motion where the KKT matrix is singular otherwise (`constraints.solve.refuse_unheld`)."""
+    if massless_coordinate(mass, model.compiled.mass_floor_root, None) is None:
         return False
-    index = unheld_massless(mass, floor, jac)
-    if index is not None:
-        raise SolverError(f"{model.file}: formulation 'multipliers': "
-                          + massless_text(tree_direction_names(model), index, mass[index, index])
-                          + "; no constraint row holds it, at " + state_text(x, xd, t))
+    refuse_unheld(mass, jac, _tree(model), x, xd, t, whole=False)   # (per evaluation: the massless columns only)
     return True
 
 
@@ -113,7 +112,6 @@ def _projection_factor(model, mass: np.ndarray, jac: np.ndarray, x, xd, t: float
     rule of the accelerations (`_kkt_solve`)."""
     factor = try_mass_factor(mass)
     if factor is None:
-        _refuse_massless(model, mass, jac, x, xd, t)
         refuse_unheld(mass, jac, _tree(model), x, xd, t)
     return factor
 

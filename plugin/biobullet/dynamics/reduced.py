@@ -16,7 +16,8 @@ from biobullet.algorithms.rnea import rnea
 from biobullet.core.errors import SolverError
 from biobullet.dynamics.formulation import Formulation, register_formulation
 from biobullet.pipeline.compiled_model import SPARSE
-from biobullet.spatial.dense import declined_pivot, massless_coordinate, massless_text, singular_mass_text
+from biobullet.spatial.dense import (coordinate_floor, declined_pivot, massless_coordinate, massless_text,
+                                     singular_mass_text)
 
 
 @register_formulation
@@ -63,7 +64,8 @@ def _declined(model, q, v, t: float, what: str, tau=None):
                     if what == "forward dynamics" else None)
         if massless is not None:
             raise SolverError(f"{model.file}: the {what} cannot be evaluated at t = {float(t):.9g} s: "
-                              + massless_text(model.velocity_names, massless, mass[massless, massless]))
+                              + massless_text(model.velocity_names, massless, mass[massless, massless],
+                                              coordinate_floor(model.compiled.mass_floor_root, gradient, massless)))
         if model.workspace.compiled.solver == SPARSE:
             index = declined_pivot(mass[::-1, ::-1])
             index = None if index is None else model.nv - 1 - index

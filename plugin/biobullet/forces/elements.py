@@ -249,6 +249,11 @@ class JointTorque(_JointElement):
 #: `contact.normal.EXPONENT_RANGE`). Beyond it p^e vanishes at the depths a stop works at (e = 100: 1e-200 at
 #: p = 0.01 rad, the stop silently gone) or overflows past p = 1 (e = 1e6).
 STOP_EXPONENT_MAX = 3.0
+#: the largest stiffness k (N·m/rad^e or N/m^e) and damping c (N·m·s/rad or N·s/m) of a stop: the contact laws'
+#: bound (`contact.normal.MAX_STIFFNESS`, 10⁴ above a steel contact's), far above a URDF `<limit>`'s stop
+#: (M_jj ω² / (2 p_ref) ≈ 2e5 M_jj); with e ≤ STOP_EXPONENT_MAX, k p^e and the energy k p^(e+1) stay finite for any
+#: penetration a run reaches. At 1e308 k p^e overflowed past p = 1 and c ṗ at ṗ > 1.8 (reported as the run's state).
+STOP_STIFFNESS_MAX = 1.0e18
 
 
 @register_force("joint_stop")
@@ -281,7 +286,8 @@ class JointStop(_JointElement):
                         for key, value in (("lower", lower), ("upper", upper)))
         if lower is not None and upper is not None and not lower < upper:
             raise err("upper", f"upper {upper:g} is not above lower {lower:g}", "lower < upper")
-        stiffness, damping = (to_float(self.source, key, value, non_negative=True)
+        stiffness, damping = (to_float(self.source, key, value, non_negative=True, at_most=STOP_STIFFNESS_MAX,
+                                       expected=f"a non-negative {key} ≤ {STOP_STIFFNESS_MAX:g} (joint units)")
                               for key, value in (("stiffness", stiffness), ("damping", damping)))
         exponent = (2.0 if type == "smooth" else 1.0) if exponent is None else float(exponent)
         high = STOP_EXPONENT_MAX
@@ -494,9 +500,10 @@ def limit_stops(model) -> tuple[JointStop, ...]:
         k = joint_indices(model, joint.name, source)[1]
         inertia = max(float(diagonal[k]), 0.0)
         stiffness = inertia * LIMIT_FREQUENCY ** 2 / (2.0 * LIMIT_REFERENCE_PENETRATION)
-        if not math.isfinite(stiffness):   # (JointStop would blame a 'stiffness' attribute the file does not have)
+        if not stiffness <= STOP_STIFFNESS_MAX:   # (JointStop would blame a 'stiffness' the file does not have)
             raise ModelError(f"the joint moves an inertia of {inertia:g} kg·m² or kg, too large for the stop that "
-                             f"stands for its limit (stiffness M_jj ω²/(2 p_ref) overflows)", file=source.file,
+                             f"stands for its limit (stiffness M_jj ω²/(2 p_ref) = {stiffness:g} > "
+                             f"{STOP_STIFFNESS_MAX:g})", file=source.file,
                              element=source.element, expected="link masses and inertias in kg and kg·m² (or "
                              "joint_limits=False / --no-joint-limits to ignore the URDF limits)")
         stops.append(JointStop(f"limit_{joint.name}", joint.name, joint.lower, joint.upper, stiffness,

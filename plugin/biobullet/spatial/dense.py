@@ -117,13 +117,28 @@ def _writable(array) -> np.ndarray:
 _massless_coordinate = jit.lazy(massless_coordinate_py)
 
 
-def massless_text(names: Sequence[str], index: int, entry: float) -> str:
-    """Why a solve refused coordinate names[index]: its own diagonal entry `entry` is round-off (it moves no mass)."""
-    return (f"coordinate {names[index]!r} moves no mass: its own inertia about its motion (the mass matrix's "
-            f"diagonal entry, {entry:.3g}) is not above {MASS_FLOOR_RATIO:g} of what the bodies it moves can have — "
-            "a hinge whose axis passes through a point mass or through a body with no inertia along it, a ball "
-            "joint centred on a point mass, a prismatic joint moving massless links; no acceleration of it is "
-            "defined (give a moved body mass off the axis, or make the joint fixed)")
+def coordinate_floor(floor_root: np.ndarray, gradient: np.ndarray | None, index: int) -> float:
+    """The floor coordinate `index`'s own diagonal entry is compared with (`massless_coordinate_py`): floor_root² of
+    a tree direction, (Σ_a |G[a, c]| floor_root[a])² through G (`gradient` None: the identity map)."""
+    root = float(floor_root[index]) if gradient is None else float(np.abs(gradient[:, index]) @ floor_root)
+    return root * root
+
+
+def massless_text(names: Sequence[str], index: int, entry: float, floor: float) -> str:
+    """Why a solve refused coordinate names[index]: its own diagonal entry `entry` is not above its `floor`
+    (`coordinate_floor`), MASS_FLOOR_RATIO of the most the bodies it moves could have about it at the model's reach
+    — the ratio measured is said, not only the verdict (a 1 cm, 1 kg wheel spinning at the end of a 10 km arm moves
+    mass, but 5e-13 of the m L² its bodies reach there: below what float64 resolves next to it)."""
+    bound = floor / MASS_FLOOR_RATIO
+    ratio = entry / bound if bound > 0.0 else float("nan")
+    return (f"coordinate {names[index]!r} moves no mass at the model's scale: its own inertia about its motion (the "
+            f"mass matrix's diagonal entry, {entry:.3g}) is {ratio:.3g} of the most the bodies it moves could have "
+            f"about it at the model's reach ({bound:.3g}: their masses at the reach, their inertias), not above "
+            f"{MASS_FLOOR_RATIO:g}, where the round-off of the model's larger terms is as large — a hinge whose axis "
+            "passes through a point mass or through a body with no inertia along it, a ball joint centred on a point "
+            "mass, a prismatic joint moving massless links, or bodies too small for the model's size (a 1 cm wheel "
+            "at the end of a 10 km arm); no acceleration of it is defined (give a moved body mass off the axis, "
+            "make the joint fixed, or bring the model's sizes closer)")
 
 
 def declined_pivot(mass: np.ndarray) -> int | None:

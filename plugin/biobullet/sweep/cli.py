@@ -34,8 +34,11 @@ def cli_sweep(args: argparse.Namespace) -> int:
         try:
             result = run_sweep(args.config, scheduler=args.scheduler, workers=getattr(args, "workers", None),
                                out=args.out, progress=not getattr(args, "no_progress", False))
-        except KeyboardInterrupt:
-            print(f"biobullet sweep: {'terminated' if terminated else 'interrupted'} — finished points are kept; "
+        except KeyboardInterrupt as stop:
+            kept = getattr(stop, "result", None)   # (`runner.SweepInterrupted`: what was kept)
+            what = ("finished points are kept" if kept is None else
+                    f"{len(kept.ok)} of {len(kept.config.points())} points finished and kept in {kept.out}")
+            print(f"biobullet sweep: {'terminated' if terminated else 'interrupted'} — {what}; "
                   "run the same command again to resume", file=sys.stderr)
             return 128 + terminated[0] if terminated else EXIT_INTERRUPTED
     n_points = len(result.config.points())

@@ -28,6 +28,15 @@ class SweepError(BiobulletError):
     """A sweep could not run (e.g. the scheduler cannot be reached); finished points are kept on disk."""
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM through `terminate_as_interrupt`) stopped the sweep: a KeyboardInterrupt carrying the
+    `SweepResult` of what was kept (its records, the summaries written) for the one line the command prints."""
+
+    def __init__(self, result: "SweepResult") -> None:
+        super().__init__()
+        self.result = result
+
+
 @dataclass
 class SweepResult:
     """Outcome of :func:`run_sweep`: one record per point (in sweep order) plus bookkeeping."""
@@ -97,17 +106,28 @@ def open_client(scheduler: str | None, workers: int | None, n_pending: int) -> I
     n_workers = max(1, min(workers or os.cpu_count() or 1, n_pending))
     # the config is read by the nannies when they start their workers; the scheduler's loopback HTTP server (health
     # and metrics routes only, no dashboard) takes another port when 8787 is busy — not worth a warning here
+    cluster = None
     with dask.config.set(LOCAL_CLUSTER_CONFIG), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"Port \d+ is already in use", category=UserWarning)
+        interrupted: list[int] = []
         try:
-            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, host="127.0.0.1", silence_logs=logging.ERROR,
-                                   preload=["biobullet.sweep.worker"])  # workers ignore Ctrl-C (driver handles it)
+            with _interrupt_after_start() as interrupted:   # (a Ctrl-C: KeyboardInterrupt after the start)
+                cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, host="127.0.0.1", silence_logs=logging.ERROR,
+                                       preload=["biobullet.sweep.worker"])  # workers ignore Ctrl-C (the driver's)
         except (RuntimeError, OSError, TimeoutError) as exc:
+            if interrupted:   # the workers Ctrl-C reached while they started: the interrupt, not a failure
+                raise KeyboardInterrupt from None
             reason = str(exc).rstrip(".")
             raise SweepError(f"the local Dask cluster could not start its {n_workers} worker process(es): {reason}. "
                              "Called from a script? Worker processes import the main module again, so put the "
                              "call under `if __name__ == \"__main__\":`") from None
+        except KeyboardInterrupt:
+            if cluster is not None:   # (else distributed's exit hook closed it with a traceback)
+                logging.getLogger("distributed").setLevel(logging.ERROR)
+                with contextlib.suppress(Exception):
+                    cluster.close()
+            raise
     client = Client(cluster)
     try:
         yield client
@@ -116,6 +136,40 @@ def open_client(scheduler: str | None, workers: int | None, n_pending: int) -> I
             client.close()
         with contextlib.suppress(Exception):
             cluster.close()
+
+
+@contextlib.contextmanager
+def _interrupt_after_start() -> Iterator[list[int]]:
+    """While the local cluster starts its worker processes: SIGINT blocked in this thread, so that the threads the
+    cluster starts now, and the worker processes they spawn, inherit the block until the workers' preload ignores
+    SIGINT (as the standard library starts its resource tracker: started first here, since its start unblocks the
+    calling thread) — a terminal's Ctrl-C reaches the whole process group, and each worker it caught inside its
+    imports printed a KeyboardInterrupt traceback, the driver "Nanny failed to start" and distributed's exit hook a
+    traceback of the half-built cluster. The driver's Ctrl-C is not dropped: recorded (the list yielded) by the
+    handler meanwhile (another thread of the driver may take it) or pending until the block ends, and raised as
+    KeyboardInterrupt once the start has finished or failed. Elsewhere than the main thread (no Ctrl-C reaches it):
+    nothing changes; without POSIX signal masks only the recording."""
+    import signal
+    import threading
+
+    caught: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    masks = hasattr(signal, "pthread_sigmask")
+    if masks:
+        from multiprocessing import resource_tracker
+        resource_tracker.ensure_running()
+    handler = signal.signal(signal.SIGINT, lambda number, frame: caught.append(number))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masks else None
+    try:
+        yield caught
+    finally:
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)   # (a pending Ctrl-C is delivered here: recorded)
+        signal.signal(signal.SIGINT, handler)
+    if caught:
+        raise KeyboardInterrupt
 
 
 class _NoProgress:
@@ -197,7 +251,7 @@ def run_sweep(config: SweepConfig | str | Path | Mapping[str, Any], *, scheduler
                  "skipped_this_run": result.skipped, "interrupted": result.interrupted}
         result.summary_csv, result.summary_json = write_summaries(out_dir, cfg, result.records, extra)
         if result.interrupted:
-            raise KeyboardInterrupt
+            raise SweepInterrupted(result)
         existing = sorted(output_folder(out_dir, "plots").glob("*.png")) if plots else []
         if plots and result.computed == 0 and existing:
             result.plots = existing
