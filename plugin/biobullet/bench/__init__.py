@@ -203,7 +203,10 @@ class HandLoop:
               only, cheaper than any correct loop); τ = h + M·0;
     send      setJointMotorControlArray(TORQUE_CONTROL) for the 1-DOF joints, setJointMotorControlMultiDofArray
               for the spherical joints (τ = 0 without dynamics), a base wrench is not sent;
-    step      stepSimulation."""
+    step      stepSimulation, with PyBullet's own rigid URDF `<limit>`s on the joints whose limits the bridge holds
+              as stops (`limits`: the bridge's body has them switched off, `connection.prepare_body`; a loop
+              without them lets a knee pass its limit, 0.2 rad in 0.1 s on pybullet_data's humanoid, where the
+              bridge's stop holds it)."""
 
     def __init__(self, bridge, dynamics: bool) -> None:
         self.p, self.body, self.client = bridge.pybullet, bridge.body, bridge.client
@@ -212,6 +215,8 @@ class HandLoop:
         self.joints = m.joint_indices.tolist()
         self.spherical = list(m.spherical_indices)
         self.read_joints = self.spherical + self.joints
+        #: PyBullet joint indices given back PyBullet's URDF limits (the joints of the model's `<limit>` stops)
+        self.limits = self._keep_limits(bridge)
         self.calls: list[str] = []
         if dynamics:
             p = self.p
@@ -222,6 +227,22 @@ class HandLoop:
                     self.calls.append(name)
                 except (p.error, SystemError):   # PyBullet refuses the body (spherical joints, fixed base)
                     pass
+
+    def _keep_limits(self, bridge) -> list[int]:
+        """Give PyBullet back its URDF limits (`getJointInfo`'s lower and upper, as loadURDF made them) on the
+        joints whose `<limit>` the bridge enforces as a stop (`forces.elements.limit_stops`; none when the model was
+        loaded with joint_limits=False): the same job done as a PyBullet user does it."""
+        if not bridge.model.description.joint_limits:
+            return []
+        from biobullet.forces.elements import limit_stops
+        p, b, c = self.p, self.body, self.client
+        kept = []
+        for stop in limit_stops(bridge.model):
+            joint = bridge.joint_index[stop.joint]
+            info = p.getJointInfo(b, joint, physicsClientId=c)
+            p.changeDynamics(b, joint, jointLowerLimit=info[8], jointUpperLimit=info[9], physicsClientId=c)
+            kept.append(joint)
+        return kept
 
     def _read(self):
         p, b, c = self.p, self.body, self.client
