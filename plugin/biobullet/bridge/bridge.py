@@ -687,7 +687,7 @@ class Bridge:
         """The direct entry of `kernels._plain_read_py` for `_apply_plain` on a floating base or spherical joints
         (compiled or loaded now, not inside a step); its record at `_plain_address` (kept alive in `_plain_record`)
         writes the watch's max |ẋ|, max |x| to `_peaks`."""
-        from biobullet.bridge.kernels import PlainRecord, at_kernel
+        from biobullet.bridge.kernels import PlainRecord, at_entry, at_kernel
         model = self.model
         offset = np.array(self.map.inertial_position, dtype=float) if self._floating else np.zeros(0)
         self._n_config, self._peaks = model.n_config, np.zeros(2)
@@ -695,8 +695,8 @@ class Bridge:
         kernel, packed, self._plain_address = at_kernel(record)
         self._plain_record = (record, packed)
         x, xd = np.zeros(model.n_config), np.zeros(model.n_tangent)
-        return direct_entry(kernel, self._plain_address, self.map.raw_state(), x, xd, x.copy(), xd.copy(), self.dt,
-                            1.0, JUMP_TOLERANCE)
+        return at_entry(kernel, self._plain_address, self.map.raw_state(), x, xd, x.copy(), xd.copy(), self.dt, 1.0,
+                        JUMP_TOLERANCE)
 
     def _step_gains(self):
         """`kernels.StepGains` of the corrector, the time step and the rows kernels' step-end check
@@ -764,15 +764,16 @@ class Bridge:
         #: the watch's state check inside the rows kernels (`outside._clean_step_py`): its rows, and its max |ẋ|,
         #: max |x| of the state read (`OutsideWatch.clean`)
         self._watched, self._peaks = watched_rows(self), np.zeros(2)
+        from biobullet.bridge.kernels import at_entry
         kernel, read_kernel = self._pack_rows()
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
         x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
         if read_kernel is not None:   # (no check: jump tolerance −1)
-            self._read_rows = direct_entry(read_kernel, self._read_address, self.map.raw_state(), np.zeros(n), 0.0,
-                                           x.copy(), xd.copy(), self._read_xdd[1], np.empty(n + m), x.copy(),
-                                           xd.copy(), self._read_xdd[1], -1.0)
-        return direct_entry(kernel, self._rows_address, np.zeros(n), 0.0, x, xd, self._xdd, np.empty(n + m), x, xd,
-                            self._xdd, -1.0)
+            self._read_rows = at_entry(read_kernel, self._read_address, self.map.raw_state(), np.zeros(n), 0.0,
+                                       x.copy(), xd.copy(), self._read_xdd[1], np.empty(n + m), x.copy(), xd.copy(),
+                                       self._read_xdd[1], -1.0)
+        return at_entry(kernel, self._rows_address, np.zeros(n), 0.0, x, xd, self._xdd, np.empty(n + m), x, xd,
+                        self._xdd, -1.0)
 
     def _pack_rows(self):
         """(Re)pack the rows kernels' constants with the current step gains as records passed by address
