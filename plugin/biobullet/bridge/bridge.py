@@ -757,6 +757,7 @@ class Bridge:
         #: view for the multi-DOF call)
         self._sent_spherical, self._sent_joints = np.empty((n_s, 3)), np.empty(n_1)
         self._sent_column = self._sent_joints[:, None] if self._spherical else self._sent_joints
+        self._n_config = self.model.n_config
         #: `_read_rows` runs before the watch looks at the state: its ẍ goes to the array that is not the watch's
         #: prediction of this step
         self._read_xdd = (self._xdd, np.empty(n))
@@ -1219,7 +1220,7 @@ class Bridge:
         pair = self._read_xdd
         prev_xdd = watch.xdd
         xdd = pair[prev_xdd is pair[0]]   # (not the watch's prediction of this step)
-        x, xd, out = np.empty(self.model.n_config), np.empty(self._out_n), np.empty(self._out_size)
+        x, xd, out = np.empty(self._n_config), np.empty(self._out_n), np.empty(self._out_size)
         if watch.kernel_checks and (prev_xdd is pair[0] or prev_xdd is pair[1]):   # the watch's check inside
             status = self._read_rows(self._read_address, self.map.raw_state(), torque, self.time, x, xd, xdd, out,
                                      watch.prev_x, watch.prev_v, prev_xdd, JUMP_TOLERANCE)
@@ -1237,7 +1238,9 @@ class Bridge:
                 and forces.torque(x, xd, self.time, watch.peak) is not None:   # (no call while none can act)
             return None, x, xd
         self._xdd = xdd   # (the work array of this step's solves from here on)
-        if self._kernel_stood(status, out, x, xd):
+        if status == 0:   # (`_kernel_stood`'s common case without its call)
+            self._lambda = out[self._out_n:]
+        if status == 0 or self._kernel_stood(status, out, x, xd):
             sent = out[:self._out_n]
             p = self.pybullet
             if self._spherical:   # (as `_send`: [τx, τy, τz] per spherical joint, then [τ] per 1-DOF joint)
