@@ -1100,9 +1100,11 @@ class Bridge:
             else:
                 x, xd = self._read_state()
                 if self._rows_fast and tau is None and generalized is None and muscles is None and not self.motors \
-                        and (self._kernel_forces_only or not self._kernel_forces_for) and watch.kernel_checks:
+                        and (self._kernel_forces_only or not self._kernel_forces_for or self.forces.idle_below > 0.0) \
+                        and watch.kernel_checks:
                     # the watch's check and the rows' solve in one call (force elements as the last look found
-                    # them: none, or the kernel's own — else the force stage, which takes the watch's peak)
+                    # them: none, the kernel's own, or stops that act only beyond a bound — else the force stage,
+                    # which takes the watch's peak)
                     torque = self._apply_checked_rows(x, xd)
                     if torque is not None:
                         return torque
@@ -1155,7 +1157,9 @@ class Bridge:
         force elements that kernel evaluates (no tau= / generalized=, contacts, muscles or motors; the watch armed:
         `OutsideWatch.kernel_checks`): the watch's check of the state read and the solve in one kernel call (the
         check first — `outside._clean_step_py` —, `kernels.UNWATCHED` and nothing solved unless a clean step:
-        `OutsideWatch.clean`), then the send and the clock. Returns τ sent, or None — nothing sent — where the watch
+        `OutsideWatch.clean`), then the send and the clock. Stops alone (URDF `<limit>`s: `ForceStage.idle_below`)
+        take this path too: solved without them, then — where the check's max |θ| may reach one — the rows stage with
+        the force stage solves again. Returns τ sent, or None — nothing sent — where the watch
         must look at the state (`OutsideWatch.observe`) or a force element needs the force stage: `apply` then goes
         on from (x, ẋ) as read. Before, the watch's check was a call of its own between the read and the solve
         (≈ 1–1.5 µs of a ≈ 20 µs step with its Python)."""
@@ -1172,9 +1176,9 @@ class Bridge:
             torque = forces[1]
             for element in forces[2]:
                 torque = torque + element.generalized_force(self.model, x, xd, self.time)
-        elif elements:   # the force stage takes the watch's peak: `observe` first
+        elif elements and not self.forces.idle_below > 0.0:   # the force stage takes the watch's peak: `observe`
             return None
-        else:
+        else:   # no element, or stops alone (`ForceStage.idle_below`): solved without them, tested after the check
             torque = self._zero_tau
             if self._compiled_forces is not None and self._loops_data is not None:   # (elements cleared)
                 address = self._no_springs_address
@@ -1184,7 +1188,12 @@ class Bridge:
         if status == UNWATCHED:
             return None
         watch.clean(self._peaks)
-        if status == 0:   # (`_kernel_stood`'s common case without its call)
+        stage = self.forces
+        if elements and not self._kernel_forces_only and not (watch.peak < stage.idle_below
+                                                              and stage.generation == added_generation()):
+            # a stop may act at this state (or elements changed): the rows stage with the force stage, solved again
+            torque, xdd = self._rows_stage(x, xd, None)
+        elif status == 0:   # (`_kernel_stood`'s common case without its call)
             self._lambda = out[self._out_n:]
             torque, xdd = out[:self._out_n], prev_xdd
         elif self._kernel_stood(status, out, x, xd):
