@@ -18,10 +18,9 @@ where PyBullet takes the body (its inverse dynamics refuses spherical joints on 
 and for a model without rows whose file has `<contact>`s or joint springs (the contact ball, the flexible robot), the
 forces the bridge computes every step, written as a PyBullet user writes them (`bench.ForcesLoop`: the springs in
 numpy, each contact point from getLinkStates, the Hu–Guo and Ambrosio laws in plain floats, applyExternalForce).
-No loop computes the URDF `<limit>`s' joint stops: every hand-written loop has PyBullet's own rigid limits back on its
-body (`HandLoop.limits`; the bridge's body has them switched off, its stops hold them), so that it holds the limits
-the bridge holds, inside PyBullet's step (`test_minimal_loop_holds_the_urdf_limits`). All three loops are timed for
-every kind. Prints the table (copied into the README) and writes
+Every loop computes the URDF `<limit>`s' joint stops the bridge holds, their smooth law in plain floats
+(`HandLoop.stops`; the body's PyBullet limits are switched off, as on the bridge's): before, no loop did, and a
+knee passed its limit (`test_minimal_loop_holds_the_urdf_limits`). All three loops are timed for every kind. Prints the table (copied into the README) and writes
 out/benchmarks/bridge_model_kinds.json.
 No wall-clock thresholds.
 """
@@ -111,10 +110,11 @@ def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
 
 def test_minimal_loop_holds_the_urdf_limits():
     """The minimal loop does the job the bridge does: pybullet_data's humanoid's right knee (URDF `<limit>` −3.14 to
-    0 rad) started at its upper limit at +2 rad/s stays within it over 0.1 s in every hand-written loop, as it does
-    under `Bridge.step()` (its smooth stop penetrates ≈ 1 mrad; limit stops are scaled to penetrate 0.01 rad,
-    `forces.elements.LIMIT_REFERENCE_PENETRATION`, under a static load). Before, the loops ran on a body whose
-    PyBullet limits the bridge had switched off: the knee went 0.2 rad through its limit (free rotation at 2 rad/s)."""
+    0 rad) started at its upper limit at +2 rad/s stays within it over 0.1 s in every hand-written loop, as under
+    `Bridge.step()` (its smooth stop penetrates ≈ 1 mrad; limit stops are scaled to penetrate 0.01 rad under a static
+    load, `forces.elements.LIMIT_REFERENCE_PENETRATION`) — the read + send loop, which sends the stops' τ alone as the
+    bridge does, along the bridge's own knee angle to 1e-12 rad. Before, no loop computed the stops (the body's
+    PyBullet limits are switched off): the knee went 0.2 rad through its limit (free rotation at 2 rad/s)."""
     import time
     from biobullet.bench import ForcesLoop, HandLoop
     from biobullet.bridge import Bridge
@@ -125,7 +125,9 @@ def test_minimal_loop_holds_the_urdf_limits():
     v0[list(model.velocity_names).index("right_knee")] = 2.0
     upper = next(j.upper for j in model.description.joints if j.name == "right_knee")
     assert upper == 0.0   # (the file's limit)
-    for make in (lambda b: HandLoop(b, False), lambda b: HandLoop(b, True), ForcesLoop, None):
+    knees = {}
+    for name, make in (("bridge", None), ("read_send", lambda b: HandLoop(b, False)),
+                       ("computed_torque", lambda b: HandLoop(b, True)), ("forces", ForcesLoop)):
         with Bridge(model, dt=1e-3) as bridge:
             bridge.reset(q0, v0)
             if make is None:
@@ -133,6 +135,8 @@ def test_minimal_loop_holds_the_urdf_limits():
                     bridge.step()
             else:
                 make(bridge).steps(100, time.perf_counter)
-            knee = bridge.pybullet.getJointState(bridge.body, bridge.joint_index["right_knee"],
-                                                 physicsClientId=bridge.client)[0]
-        assert knee <= upper + LIMIT_REFERENCE_PENETRATION, (make, knee)
+            knees[name] = bridge.pybullet.getJointState(bridge.body, bridge.joint_index["right_knee"],
+                                                        physicsClientId=bridge.client)[0]
+    assert all(knee <= upper + LIMIT_REFERENCE_PENETRATION for knee in knees.values()), knees
+    assert knees["bridge"] > upper   # (the stop acted: the knee is beyond its limit, within the stop)
+    assert abs(knees["read_send"] - knees["bridge"]) <= 1e-12, knees
