@@ -472,21 +472,21 @@ class PyBulletMap:
         """PyBullet's state of the body as one flat float array (`_state_from_pybullet_py`'s `raw`): the base in two
         calls (pose, velocity), every joint in one call (getJointStatesMultiDof with spherical joints, else
         getJointStates)."""
+        # (the client id passed by position, here and below: a keyword makes Python build a dict for the call)
         p, c, b = self._p, self.client, self.body_id
         if self._floating:
-            (position, orientation), (linear, angular) = (p.getBasePositionAndOrientation(b, physicsClientId=c),
-                                                          p.getBaseVelocity(b, physicsClientId=c))
+            (position, orientation), (linear, angular) = p.getBasePositionAndOrientation(b, c), p.getBaseVelocity(b, c)
         if self.spherical:   # one call for every joint; each entry's position and velocity are tuples: one chain
             # over the base's tuples and theirs, read by fromiter (≈ 0.9 µs less on pybullet_data's humanoid than
             # joining them by tuple concatenation first)
-            states = p.getJointStatesMultiDof(b, self._read_joints, physicsClientId=c)
+            states = p.getJointStatesMultiDof(b, self._read_joints, c)
             base = (position, orientation, linear, angular) if self._floating else ()
             return np.fromiter(chain(*base, *map(_POSITION, states), *map(_VELOCITY, states)), float,
                                self._raw_size)
         # 1-DOF joints only: getJointStates (numbers, not tuples; 2 µs less on 19 joints); one list built by C-level
         # unpacking, then fromiter (≈ 1 µs less than iterating nested chains; ≈ 0.4 µs less on humanoid.urdf than
         # joining the base's tuples first)
-        states = p.getJointStates(b, self._read_joints, physicsClientId=c) if self._read_joints else ()
+        states = p.getJointStates(b, self._read_joints, c) if self._read_joints else ()
         if self._floating:
             return np.fromiter([*position, *orientation, *linear, *angular, *map(_POSITION, states),
                                 *map(_VELOCITY, states)], float, self._raw_size)

@@ -18,8 +18,9 @@ where PyBullet takes the body (its inverse dynamics refuses spherical joints on 
 and for a model without rows whose file has `<contact>`s or joint springs (the contact ball, the flexible robot), the
 forces the bridge computes every step, written as a PyBullet user writes them (`bench.ForcesLoop`: the springs in
 numpy, each contact point from getLinkStates, the Hu–Guo and Ambrosio laws in plain floats, applyExternalForce).
-No loop computes the URDF `<limit>`s' joint stops (PyBullet would hold its own rigid limits inside the step). All
-three loops are timed for every kind. Prints the table (copied into the README) and writes
+Every loop computes the URDF `<limit>`s' joint stops the bridge holds, their smooth law in plain floats
+(`HandLoop.stops`; the body's PyBullet limits are switched off, as on the bridge's): before, no loop did, and a
+knee passed its limit (`test_minimal_loop_holds_the_urdf_limits`). All three loops are timed for every kind. Prints the table (copied into the README) and writes
 out/benchmarks/bridge_model_kinds.json.
 No wall-clock thresholds.
 """
@@ -105,3 +106,37 @@ def test_bridge_step_cost_per_model_kind(tmp_path, capsys):
     from biobullet.core.atomic import write_text
     write_text(out / "bridge_model_kinds.json", json.dumps(rows, indent=2))
     assert all(r["bridge"] > 0 and r["bridge/minimal"]["rounds"] == ROUNDS for r in rows.values())
+
+
+def test_minimal_loop_holds_the_urdf_limits():
+    """The minimal loop does the job the bridge does: pybullet_data's humanoid's right knee (URDF `<limit>` −3.14 to
+    0 rad) started at its upper limit at +2 rad/s stays within it over 0.1 s in every hand-written loop, as under
+    `Bridge.step()` (its smooth stop penetrates ≈ 1 mrad; limit stops are scaled to penetrate 0.01 rad under a static
+    load, `forces.elements.LIMIT_REFERENCE_PENETRATION`) — the read + send loop, which sends the stops' τ alone as the
+    bridge does, along the bridge's own knee angle to 1e-12 rad. Before, no loop computed the stops (the body's
+    PyBullet limits are switched off): the knee went 0.2 rad through its limit (free rotation at 2 rad/s)."""
+    import time
+    from biobullet.bench import ForcesLoop, HandLoop
+    from biobullet.bridge import Bridge
+    from biobullet.forces.elements import LIMIT_REFERENCE_PENETRATION
+    model = biobullet.load_model(Path(pybullet_data.getDataPath()) / "humanoid" / "humanoid.urdf", floating_base=True)
+    q0, v0 = model.initial_state()
+    v0 = v0.copy()
+    v0[list(model.velocity_names).index("right_knee")] = 2.0
+    upper = next(j.upper for j in model.description.joints if j.name == "right_knee")
+    assert upper == 0.0   # (the file's limit)
+    knees = {}
+    for name, make in (("bridge", None), ("read_send", lambda b: HandLoop(b, False)),
+                       ("computed_torque", lambda b: HandLoop(b, True)), ("forces", ForcesLoop)):
+        with Bridge(model, dt=1e-3) as bridge:
+            bridge.reset(q0, v0)
+            if make is None:
+                for _ in range(100):
+                    bridge.step()
+            else:
+                make(bridge).steps(100, time.perf_counter)
+            knees[name] = bridge.pybullet.getJointState(bridge.body, bridge.joint_index["right_knee"],
+                                                        physicsClientId=bridge.client)[0]
+    assert all(knee <= upper + LIMIT_REFERENCE_PENETRATION for knee in knees.values()), knees
+    assert knees["bridge"] > upper   # (the stop acted: the knee is beyond its limit, within the stop)
+    assert abs(knees["read_send"] - knees["bridge"]) <= 1e-12, knees

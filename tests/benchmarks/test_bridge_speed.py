@@ -61,7 +61,7 @@ def _best(function, number: int = 300, repeat: int = 7) -> float:
 def _breakdown(bridge: Bridge) -> dict[str, float]:
     """Seconds per call (thread CPU time, best of repeats) of each part of one fast-path step, at the bridge's
     current state. The PyBullet calls are the minimal loop's; the rest is what the bridge adds."""
-    p, c, b, model = bridge.pybullet, bridge.client, bridge.body, bridge.model
+    p, c, b = bridge.pybullet, bridge.client, bridge.body
     joints, zeros = bridge._joint_list, bridge._zero_list
     states = p.getJointStates(b, joints, physicsClientId=c)
     x_list, xd_list = [s[0] for s in states], [s[1] for s in states]
@@ -74,7 +74,6 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
     flat = state.reshape(-1).copy()
     out = np.empty(bridge._out_size)
     torque_list = mass[0].tolist()
-    check = bridge._force_elements
     return {
         "PyBullet getJointStates": _best(lambda: p.getJointStates(b, joints, physicsClientId=c)),
         "PyBullet calculateMassMatrix": _best(lambda: p.calculateMassMatrix(b, x_list, physicsClientId=c)),
@@ -85,7 +84,7 @@ def _breakdown(bridge: Bridge) -> dict[str, float]:
         "tuples → lists → arrays (x, ẋ, M, h)": _best(lambda: (
             [s[0] for s in states], [s[1] for s in states], np.array((x_list, xd_list)), np.asarray(mass_tuple),
             np.asarray(bias.tolist()))),
-        "bridge: force-element check (forces.force_elements)": _best(lambda: check(model)) if check else 0.0,
+        "bridge: force-element check (ForceStage.elements)": _best(lambda: bridge.forces.elements),
         "bridge: kernel linear_torque (Φ, Φ̇, solve, τ, λ)": _best(lambda: kernel(
             mass, bias, bridge._zero_tau, bridge._null, state, bridge.corrector.kp, bridge.corrector.kd, np.inf,
             bridge._null_work, out)),

@@ -191,3 +191,41 @@ def test_floating_step_without_force_call_sees_late_force_elements(kind, tmp_pat
             assert np.abs(bridge.apply() - base).max() <= 1e-12 * scale
         finally:
             clear_added_force_elements(model)
+
+
+def test_rows_step_with_urdf_stops_acts_from_the_first_step_beyond_a_limit(tmp_path):
+    """KUKA iiwa with q3 = f(q2, q4), whose force elements are its URDF `<limit>` stops alone (`ForceStage.idle_below`:
+    the smallest |limit|), takes the one-call rows path with the watch's check inside (`_apply_checked_rows`) on
+    every step — solved without the stops, the force stage called only where the check's max |θ| may reach a limit.
+    Joint 1 driven through its upper limit (no row holds it: its column of Φ_x is 0, so the τ sent there is the
+    stop's alone) gets 0 inside and, from the first step beyond, the smooth stop law f = k p² + c s(p) ṗ written out
+    here (p = θ − upper, s the smoothstep over 1e-3 rad; k, c the limit's parameters)."""
+    from bridge_user_loop import write_coupled_kuka
+    from biobullet.forces.collection import force_elements
+    model = biobullet.load_model(write_coupled_kuka(tmp_path))
+    name = model.joint_names[0]
+    stop = next(e for e in force_elements(model) if e.name == f"limit_{name}")
+    assert all(type(e).__name__ == "JointStop" for e in force_elements(model))
+    with Bridge(model, dt=1e-3) as bridge:
+        checked, sent = bridge._apply_checked_rows, []
+        bridge._apply_checked_rows = lambda x, xd: sent.append(checked(x, xd)) or sent[-1]
+        bridge.reset(**{name: stop.upper - 0.03, f"{name}_dot": 4.0})
+        k = bridge.torque_names.index(name)
+        inside = beyond = 0
+        for _ in range(40):
+            _, x, xd = bridge.state()
+            theta, rate = x[k], xd[k]
+            tau = bridge.apply()[k]
+            pybullet.stepSimulation(physicsClientId=bridge.client)
+            if theta <= stop.upper:
+                inside += 1
+                assert tau == 0.0
+            else:
+                beyond += 1
+                pen = theta - stop.upper
+                u = min(pen / 1e-3, 1.0)
+                expected = -(stop.stiffness * pen ** 2 + stop.damping * u * u * (3.0 - 2.0 * u) * rate)
+                assert tau == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert inside >= 3 and beyond >= 3
+        assert sum(torque is not None for torque in sent) >= 38   # every step after the first on the one-call path
+        assert max(abs(r) for r in bridge.constraint_residuals().values()) <= 1e-6

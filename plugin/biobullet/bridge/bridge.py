@@ -686,7 +686,7 @@ class Bridge:
         """The direct entry of `kernels._plain_read_py` for `_apply_plain` on a floating base or spherical joints
         (compiled or loaded now, not inside a step); its record at `_plain_address` (kept alive in `_plain_record`)
         writes the watch's max |ẋ|, max |x| to `_peaks`."""
-        from biobullet.bridge.kernels import PlainRecord, at_kernel
+        from biobullet.bridge.kernels import PlainRecord, at_entry, at_kernel
         model = self.model
         offset = np.array(self.map.inertial_position, dtype=float) if self._floating else np.zeros(0)
         self._n_config, self._peaks = model.n_config, np.zeros(2)
@@ -694,8 +694,8 @@ class Bridge:
         kernel, packed, self._plain_address = at_kernel(record)
         self._plain_record = (record, packed)
         x, xd = np.zeros(model.n_config), np.zeros(model.n_tangent)
-        return direct_entry(kernel, self._plain_address, self.map.raw_state(), x, xd, x.copy(), xd.copy(), self.dt,
-                            1.0, JUMP_TOLERANCE)
+        return at_entry(kernel, self._plain_address, self.map.raw_state(), x, xd, x.copy(), xd.copy(), self.dt, 1.0,
+                        JUMP_TOLERANCE)
 
     def _step_gains(self):
         """`kernels.StepGains` of the corrector, the time step and the rows kernels' step-end check
@@ -756,6 +756,7 @@ class Bridge:
         #: view for the multi-DOF call)
         self._sent_spherical, self._sent_joints = np.empty((n_s, 3)), np.empty(n_1)
         self._sent_column = self._sent_joints[:, None] if self._spherical else self._sent_joints
+        self._n_config = self.model.n_config
         #: `_read_rows` runs before the watch looks at the state: its ẍ goes to the array that is not the watch's
         #: prediction of this step
         self._read_xdd = (self._xdd, np.empty(n))
@@ -763,15 +764,16 @@ class Bridge:
         #: the watch's state check inside the rows kernels (`outside._clean_step_py`): its rows, and its max |ẋ|,
         #: max |x| of the state read (`OutsideWatch.clean`)
         self._watched, self._peaks = watched_rows(self), np.zeros(2)
+        from biobullet.bridge.kernels import at_entry
         kernel, read_kernel = self._pack_rows()
         x, xd, _, _ = self.model.joint_state(*self.model.initial_state())
         x, xd = np.array(x, dtype=float), np.array(xd, dtype=float)
         if read_kernel is not None:   # (no check: jump tolerance −1)
-            self._read_rows = direct_entry(read_kernel, self._read_address, self.map.raw_state(), np.zeros(n), 0.0,
-                                           x.copy(), xd.copy(), self._read_xdd[1], np.empty(n + m), x.copy(),
-                                           xd.copy(), self._read_xdd[1], -1.0)
-        return direct_entry(kernel, self._rows_address, np.zeros(n), 0.0, x, xd, self._xdd, np.empty(n + m), x, xd,
-                            self._xdd, -1.0)
+            self._read_rows = at_entry(read_kernel, self._read_address, self.map.raw_state(), np.zeros(n), 0.0,
+                                       x.copy(), xd.copy(), self._read_xdd[1], np.empty(n + m), x.copy(), xd.copy(),
+                                       self._read_xdd[1], -1.0)
+        return at_entry(kernel, self._rows_address, np.zeros(n), 0.0, x, xd, self._xdd, np.empty(n + m), x, xd,
+                        self._xdd, -1.0)
 
     def _pack_rows(self):
         """(Re)pack the rows kernels' constants with the current step gains as records passed by address
@@ -941,7 +943,7 @@ class Bridge:
         if not self._fixed:
             self._flat = None
             return self.map.state_from_pybullet()
-        states = self.pybullet.getJointStates(self.body, self._joint_list, physicsClientId=self.client)
+        states = self.pybullet.getJointStates(self.body, self._joint_list, self.client)   # (client id by position)
         n = len(states)
         # [x, ẋ] flat: fromiter of one list built by C-level maps (0.5 µs less than np.array of two comprehensions)
         flat = self._flat = np.fromiter([*map(_POSITION, states), *map(_VELOCITY, states)], float, 2 * n)
@@ -1067,11 +1069,11 @@ class Bridge:
         null-space kernel of constant rows, the one-call kernel of function and loop rows, or the general
         KKT solve; the bridge's motors are rows of the general one) → send.
         """
-        # the lifecycle check of `ensure_usable` inlined (one getUserData call; its clear error otherwise)
+        # the lifecycle check of `ensure_usable` inlined (one getUserData call; its clear error otherwise). The
+        # client id by position: a keyword makes Python build a dict for the call (hot: 0.27 → 0.13 µs, load 7)
         life = self.lifecycle
         try:
-            usable = not life.closed and self._get_user_data(life.data, physicsClientId=self.client) \
-                == life.token_bytes
+            usable = not life.closed and self._get_user_data(life.data, self.client) == life.token_bytes
         except self.pybullet.error:   # disconnected
             usable = False
         if not usable:
@@ -1097,9 +1099,11 @@ class Bridge:
             else:
                 x, xd = self._read_state()
                 if self._rows_fast and tau is None and generalized is None and muscles is None and not self.motors \
-                        and (self._kernel_forces_only or not self._kernel_forces_for) and watch.kernel_checks:
+                        and (self._kernel_forces_only or not self._kernel_forces_for or self.forces.idle_below > 0.0) \
+                        and watch.kernel_checks:
                     # the watch's check and the rows' solve in one call (force elements as the last look found
-                    # them: none, or the kernel's own — else the force stage, which takes the watch's peak)
+                    # them: none, the kernel's own, or stops that act only beyond a bound — else the force stage,
+                    # which takes the watch's peak)
                     torque = self._apply_checked_rows(x, xd)
                     if torque is not None:
                         return torque
@@ -1159,7 +1163,9 @@ class Bridge:
         force elements that kernel evaluates (no tau= / generalized=, contacts, muscles or motors; the watch armed:
         `OutsideWatch.kernel_checks`): the watch's check of the state read and the solve in one kernel call (the
         check first — `outside._clean_step_py` —, `kernels.UNWATCHED` and nothing solved unless a clean step:
-        `OutsideWatch.clean`), then the send and the clock. Returns τ sent, or None — nothing sent — where the watch
+        `OutsideWatch.clean`), then the send and the clock. Stops alone (URDF `<limit>`s: `ForceStage.idle_below`)
+        take this path too: solved without them, then — where the check's max |θ| may reach one — the rows stage with
+        the force stage solves again. Returns τ sent, or None — nothing sent — where the watch
         must look at the state (`OutsideWatch.observe`) or a force element needs the force stage: `apply` then goes
         on from (x, ẋ) as read. Before, the watch's check was a call of its own between the read and the solve
         (≈ 1–1.5 µs of a ≈ 20 µs step with its Python)."""
@@ -1176,9 +1182,9 @@ class Bridge:
             torque = forces[1]
             for element in forces[2]:
                 torque = torque + element.generalized_force(self.model, x, xd, self.time)
-        elif elements:   # the force stage takes the watch's peak: `observe` first
+        elif elements and not self.forces.idle_below > 0.0:   # the force stage takes the watch's peak: `observe`
             return None
-        else:
+        else:   # no element, or stops alone (`ForceStage.idle_below`): solved without them, tested after the check
             torque = self._zero_tau
             if self._compiled_forces is not None and self._loops_data is not None:   # (elements cleared)
                 address = self._no_springs_address
@@ -1188,7 +1194,12 @@ class Bridge:
         if status == UNWATCHED:
             return None
         watch.clean(self._peaks)
-        if status == 0:   # (`_kernel_stood`'s common case without its call)
+        stage = self.forces
+        if elements and not self._kernel_forces_only and not (watch.peak < stage.idle_below
+                                                              and stage.generation == added_generation()):
+            # a stop may act at this state (or elements changed): the rows stage with the force stage, solved again
+            torque, xdd = self._rows_stage(x, xd, None)
+        elif status == 0:   # (`_kernel_stood`'s common case without its call)
             self._lambda = out[self._out_n:]
             torque, xdd = out[:self._out_n], prev_xdd
         elif self._kernel_stood(status, out, x, xd):
@@ -1224,7 +1235,7 @@ class Bridge:
         pair = self._read_xdd
         prev_xdd = watch.xdd
         xdd = pair[prev_xdd is pair[0]]   # (not the watch's prediction of this step)
-        x, xd, out = np.empty(self.model.n_config), np.empty(self._out_n), np.empty(self._out_size)
+        x, xd, out = np.empty(self._n_config), np.empty(self._out_n), np.empty(self._out_size)
         if watch.kernel_checks and (prev_xdd is pair[0] or prev_xdd is pair[1]):   # the watch's check inside
             status = self._read_rows(self._read_address, self.map.raw_state(), torque, self.time, x, xd, xdd, out,
                                      watch.prev_x, watch.prev_v, prev_xdd, JUMP_TOLERANCE)
@@ -1242,7 +1253,9 @@ class Bridge:
                 and forces.torque(x, xd, self.time, watch.peak) is not None:   # (no call while none can act)
             return None, x, xd
         self._xdd = xdd   # (the work array of this step's solves from here on)
-        if self._kernel_stood(status, out, x, xd):
+        if status == 0:   # (`_kernel_stood`'s common case without its call)
+            self._lambda = out[self._out_n:]
+        if status == 0 or self._kernel_stood(status, out, x, xd):
             sent = out[:self._out_n]
             p = self.pybullet
             if self._spherical:   # (as `_send`: [τx, τy, τz] per spherical joint, then [τ] per 1-DOF joint)
@@ -1684,7 +1697,7 @@ class Bridge:
     def step(self, tau=None, *, generalized=None) -> float:
         """apply() + stepSimulation(); returns the new time (s)."""
         self.apply(tau, generalized=generalized)
-        self.pybullet.stepSimulation(physicsClientId=self.client)
+        self.pybullet.stepSimulation(self.client)   # (client id by position: no keyword dict)
         if self._auto_record:
             self.record()
         return self.time

@@ -17,7 +17,8 @@ so a step passes a dozen references, each kernel compiled for one set of types.
                   arrays, gains: `RowsRecord`, `LoopRecord`) read from one record passed by its address
                   (`at_kernel`: a borrowed `core.jit_pair` record — no per-call conversion or reference counts of
                   its arrays); read_rows also converts PyBullet's raw state first and packs the torques as
-                  PyBullet takes them after (`ReadRecord`: floating base, spherical joints).
+                  PyBullet takes them after (`ReadRecord`: floating base, spherical joints). Called from Python
+                  through a thin entry compiled without numba's reference-counting runtime (`at_entry`).
     base_wrench   a floating base's wrench τ[:6] (root frame) as PyBullet takes it: the world force, the world
                   moment about the base COM and the COM's world position (`Bridge._send_base_wrench`).
     end_newton    the step-end correction of both: Φ at the end point x + dt ẋ + c dt² ẍ (function values; loop rows
@@ -547,6 +548,26 @@ def _plain_read_py(address, raw, x, xd, prev_x, prev_v, dt, weight, jump_toleran
     return not (code != 0 or same) and peak_v <= _RUNAWAY_RATE and peak_x <= _POSITION_LIMIT
 
 
+def _rows_entry_py(address, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance):
+    """`_rows_at_py` / `_loop_at_py` (bound as _AT) from Python, compiled without the runtime (`at_entry`)."""
+    return _AT(address, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance)
+
+
+def _read_rows_entry_py(address, raw, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance):
+    """`_read_rows_py` (bound as _AT) from Python, compiled without the runtime (`at_entry`)."""
+    return _AT(address, raw, tau, t, x, xd, xdd, out, prev_x, prev_v, prev_xdd, jump_tolerance)
+
+
+def _plain_entry_py(address, raw, x, xd, prev_x, prev_v, dt, weight, jump_tolerance):
+    """`_plain_read_py` (bound as _AT) from Python, compiled without the runtime (`at_entry`)."""
+    return _AT(address, raw, x, xd, prev_x, prev_v, dt, weight, jump_tolerance)
+
+
+#: each record kernel's entry from Python
+_ENTRIES = {"_rows_at_py": _rows_entry_py, "_loop_at_py": _rows_entry_py, "_read_rows_py": _read_rows_entry_py,
+            "_plain_read_py": _plain_entry_py}
+
+
 def _at_bindings(record) -> dict:
     """The callees of the kernel `at_kernel` gives for `record`."""
     from biobullet.bridge.outside import clean_step_kernel
@@ -578,10 +599,35 @@ def at_kernel(record) -> tuple:
                                                                                                   _rows_at_py)
     layout = (hashlib.sha256(str(record_type(record, NoFields())).encode()).hexdigest()[:16] if jit.compiling()
               else "")
-    kernel = jit.compiled(function, variant=f"record_{layout}" if layout else "", nogil=False,
+    variant = f"record_{layout}" if layout else ""
+    kernel = jit.compiled(function, variant=variant, nogil=False,
                           bind=lambda: {"_RECORD": record_reader(record, NoFields()), **_at_bindings(record)})
     packed, address = pack_record(record, NoFields(), borrowed=True)
-    return kernel, packed, address
+    if not jit.compiling():   # (its uncompiled form: nothing to convert)
+        return AtKernel(kernel, kernel), packed, address
+    entry = jit.compiled(_ENTRIES[function.__name__], variant=f"{function.__name__}_{variant}", nogil=False,
+                         nrt=False, bind=lambda: {"_AT": kernel})
+    return AtKernel(kernel, entry), packed, address
+
+
+class AtKernel(NamedTuple):
+    """`at_kernel`'s kernel of a record and its entry from Python (`at_entry`)."""
+    kernel: object
+    entry: object
+
+
+def at_entry(kernels: AtKernel, *args):
+    """The per-step entry from Python of an `at_kernel` kernel for the types of `args` (called once with them,
+    `core.jit.direct_entry`): a thin kernel over it compiled without numba's reference-counting runtime
+    (`core.jit.compiled(nrt=False)`, as the public calls' `pipeline.stages.forward_entry_py`): its wrapper converts
+    each of the 7–9 arrays without a memory-info record, and the kernels below count no references on them.
+    Measured hot, paired with the runtime's entry (load ≈ 10): 0.80–0.85 of the call on the rows kernels
+    (coupled arm, four-bar, polynomial pendulum), 0.65 on the plain read (humanoids). The kernel is compiled first,
+    under its own flags (a callee first compiled inside the entry's compile would take its runtime switch)."""
+    kernel, entry = kernels
+    if entry is not kernel and not jit.is_cached(entry, *args):
+        jit.matched_entry(kernel, *args)
+    return jit.direct_entry(entry, *args)
 
 
 #: quaternion → rotation matrix as `_base_wrench_py` calls it (bound to the compiled `spatial.rotations` function)
@@ -638,4 +684,4 @@ pack_linear = solve.null_space_basis
 __all__ = ["base_wrench_kernel", "END_MISSED", "LOOP_EVALUATED", "LOOP_GAP", "LOOP_MISS", "LOOP_RATIO", "LOOP_SIZE", "LOOP_SKIPPED", "LoopData", "LoopRecord", "ReadRecord",
            "RowsRecord", "StepGains",
            "TreeModel", "end_newton_kernel", "kernels", "linear_own_kernel", "loop_torque_kernel", "pack_linear",
-           "at_kernel", "rows_torque_kernel"]
+           "AtKernel", "at_entry", "at_kernel", "rows_torque_kernel"]
