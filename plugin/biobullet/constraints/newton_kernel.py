@@ -588,8 +588,11 @@ def _solve_bindings() -> dict:
     from biobullet.constraints.loop_kernels import body_rates_kernel, rows_into_kernel, tree_kinematics_into_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
+    # (compiled without numba's runtime: it allocates nothing and returns views of the record's borrowed arrays,
+    # and its ≈ 15 field reads, two slices and the rows kernel's tuples then count no references — 74 calls of
+    # NRT_incref / NRT_decref per residual, two residuals per solve at a new state)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
-                                                          "_ROWS_INTO": rows_into_kernel()})
+                                                          "_ROWS_INTO": rows_into_kernel()}, nrt=False)
     # (PLACED_ROUND_OFF bound, not read as a module global: its value then keys the callers' caches)
     return {"_KIN_INTO": tree_kinematics_into_kernel(), "_BODY_RATES": body_rates_kernel(),
             "PLACED_ROUND_OFF": PLACED_ROUND_OFF,
