@@ -223,6 +223,19 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
             if not np.isfinite(out_vector[c]):
                 return 1
         return 0
+    if want == BIAS and model.solver == PROJECTED:
+        # Gᵀ h alone (the projection's Gᵀ M G would scan M's zeros: n² tests): the same non-zero terms of each
+        # column of G in the same order as `_PROJECT`'s sum, so the same bits
+        gradient = data.gradient
+        for c in range(nv):
+            s = 0.0
+            for a in range(model.n_tangent):
+                if gradient[a, c] != 0.0:
+                    s += gradient[a, c] * bias[a]
+            out_vector[c] = s
+            if not np.isfinite(s):
+                return 1
+        return 0
     if model.solver == PROJECTED:
         mass, bias = _PROJECT(mass, bias, data.gradient, data.project_columns, data.project_work,
                               data.reduced_mass, data.reduced_bias)
