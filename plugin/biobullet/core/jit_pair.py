@@ -14,8 +14,8 @@ tree's call); an integer converts in nanoseconds. The holder of the address keep
 both).
 
 Beside `core.jit`, this is the one other module that imports numba (a type definition with its field access,
-three intrinsics; its one kernel, `pack_record`'s, compiled through `core.jit`); it is imported where a record is first built, never at
-`import biobullet`. Records in use: the public calls' workspace (a compiled model and its data,
+three intrinsics; its one kernel, `pack_record`'s, compiled through `core.jit`); it is imported where a record is
+first built, never at `import biobullet`. Records in use: the public calls' workspace (a compiled model and its data,
 `pipeline.data.Data`), the loop stage's tables, warm starts and Newton work arrays (`constraints.newton_kernel.
 loop_record`: passed from kernel to kernel as one pointer, not as tuples of ≈ 50 arrays), a run's muscle rows. `new_pair(model, data)`
 gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a

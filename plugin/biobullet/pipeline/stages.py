@@ -200,8 +200,8 @@ def solve_stage_py(model, data, mass, bias, force, accel):
 
 def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
     """(Compiled without numba's runtime, `pipeline.kernels.forward_kernel`: nothing in it or in its inlined stages
-    may allocate an array.) The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
-    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `address`: where the workspace is, the
+    may allocate an array.) The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into
+    out_vector; ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `address`: where the workspace is, the
     compiled model's and the data arrays' fields in one record (`core.jit_pair.pack_record`: one integer per call from
     Python, not ≈ 50 arrays), which the stages read as both their model and their data. A CALLBACK_STATE model's joint state is in data
     already. 0, or 1 when an argument's size is not its own, the state, a jet or the result is not finite or M_r
