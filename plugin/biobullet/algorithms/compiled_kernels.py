@@ -609,9 +609,11 @@ def tree_dynamics_kernel():
     return jit.compiled(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)
 
 
-def tree_dynamics_into_kernel():
-    """The compiled `_tree_dynamics_into_py` (the pipeline's, into its Data's `tree_work`)."""
-    return jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings)
+def tree_dynamics_into_kernel(nrt: bool = True):
+    """The compiled `_tree_dynamics_into_py` (the pipeline's, into its Data's `tree_work`); `nrt` False: without
+    numba's runtime, for the public calls' forward kernel, whose work arrays are borrowed (M and h are returned
+    with no reference taken)."""
+    return jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings, nrt=nrt)
 
 
 def _tree_dynamics_wrapper_bindings() -> dict:

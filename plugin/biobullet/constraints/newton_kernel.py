@@ -588,8 +588,11 @@ def _solve_bindings() -> dict:
     from biobullet.constraints.loop_kernels import body_rates_kernel, rows_into_kernel, tree_kinematics_into_kernel
     # the residual a compiled call: inlined, the solve's three residual calls each compiled the loop rows again
     # (`_newton_solve_py` 15 s → 4 s of compile CPU)
+    # (compiled without numba's runtime: it allocates nothing and returns views of the record's borrowed arrays,
+    # and its ≈ 15 field reads, two slices and the rows kernel's tuples then count no references — 74 calls of
+    # NRT_incref / NRT_decref per residual, two residuals per solve at a new state)
     residual = jit.compiled(_loop_residual_into_py, bind={"_PLACE_BODY": place_body_kernel(),
-                                                          "_ROWS_INTO": rows_into_kernel()})
+                                                          "_ROWS_INTO": rows_into_kernel()}, nrt=False)
     # (PLACED_ROUND_OFF bound, not read as a module global: its value then keys the callers' caches)
     return {"_KIN_INTO": tree_kinematics_into_kernel(), "_BODY_RATES": body_rates_kernel(),
             "PLACED_ROUND_OFF": PLACED_ROUND_OFF,
@@ -604,7 +607,9 @@ def with_newton_solve(kernel, inline: bool = False):
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
     that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin, the one
     that keeps and takes the loop sets' fixed points (`_FIXED_POINTS`)."""
-    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
+    # (the inlined twin's solve without numba's runtime, as the forward kernel it is inlined into: ≈ 40 reference-
+    # count calls fewer per solve; the generic resolver's, called from Python, returns arrays and keeps it)
+    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(not inline),
                                               "_dependent_part_into": _dependent_part_into_py,
                                               "_keep_fixed_point": _keep_fixed_point_py,
                                               "_secant_curvature": secant_curvature_py,
@@ -619,9 +624,11 @@ def newton_kernel(inline: bool = False):
     return with_newton_solve(_loop_newton_py, inline)
 
 
-def newton_solve_kernel():
-    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows)."""
-    return jit.compiled(_newton_solve_py, bind=_solve_bindings)
+def newton_solve_kernel(nrt: bool = True):
+    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows); `nrt` False: without
+    numba's runtime, for a caller that passes a borrowed loop record only (`loop_record`) and is a compiled kernel
+    itself (the arrays it returns are the record's, with no reference taken)."""
+    return jit.compiled(_newton_solve_py, bind=_solve_bindings, nrt=nrt)
 
 
 def newton_solve_twin(residual):

@@ -13,9 +13,9 @@ argument by looking its `_meminfo` attribute up by a name it builds on every cal
 tree's call); an integer converts in nanoseconds. The holder of the address keeps the record alive (a `Data` holds
 both).
 
-Beside `core.jit`, this is the one other module that imports numba (a type definition and three intrinsics; its
-one kernel, `pack_record`'s, compiled through `core.jit`); it is imported where a record is first built, never at
-`import biobullet`. Records in use: the public calls' workspace (a compiled model and its data,
+Beside `core.jit`, this is the one other module that imports numba (a type definition with its field access,
+three intrinsics; its one kernel, `pack_record`'s, compiled through `core.jit`); it is imported where a record is
+first built, never at `import biobullet`. Records in use: the public calls' workspace (a compiled model and its data,
 `pipeline.data.Data`), the loop stage's tables, warm starts and Newton work arrays (`constraints.newton_kernel.
 loop_record`: passed from kernel to kernel as one pointer, not as tuples of ≈ 50 arrays), a run's muscle rows. `new_pair(model, data)`
 gives a namespace of both tuples' fields in Python (the uncompiled form, read the same way) and a `PairRef` in a
@@ -26,18 +26,67 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from llvmlite import ir
 from numba import typeof
-from numba.core import cgutils, types
+from numba.core import cgutils, imputils, types
+from numba.core.datamodel import default_manager, models
 from numba.core.extending import intrinsic, overload
+from numba.core.imputils import lower_getattr_generic, lower_setattr_generic
+from numba.core.typing.templates import AttributeTemplate, infer_getattr
 from numba.experimental import structref
 
 
-@structref.register
 class PairType(types.StructRef):
     """The numba type of a PairRef (its fields' names and types: the two tuples')."""
 
     def preprocess_fields(self, fields):
         return tuple((name, types.unliteral(kind)) for name, kind in fields)
+
+
+# PairType registered as `structref.register` does, but its fields are read and written without numba's runtime:
+# the payload found from the meminfo by the address arithmetic of numba's `NRT_MemInfo_data_fast` (the meminfo's
+# fourth member, after refct, dtor, dtor_info), not by a call the runtime must provide. A kernel compiled without
+# the runtime (`core.jit.compiled(nrt=False)`: no reference-count calls at all) can then read a record
+# (`pipeline.stages.forward_py`); numba's own structref getattr refuses there ("NRT required").
+default_manager.register(PairType, models.StructRefModel)
+_MEMINFO_HEAD = ir.LiteralStructType([cgutils.intp_t, cgutils.voidptr_t, cgutils.voidptr_t, cgutils.voidptr_t])
+
+
+def _payload(context, builder, kind, value):
+    """The fields of the record `value` (numba type `kind`) as a struct proxy of its payload."""
+    meminfo = cgutils.create_struct_proxy(kind)(context, builder, value=value).meminfo
+    head = builder.bitcast(meminfo, _MEMINFO_HEAD.as_pointer())
+    data = builder.load(cgutils.gep(builder, head, 0, 3))
+    payload = kind.get_data_type()
+    pointer = builder.bitcast(data, context.data_model_manager[payload].get_value_type().as_pointer())
+    return cgutils.create_struct_proxy(payload)(context, builder, ref=pointer)
+
+
+@infer_getattr
+class _PairAttribute(AttributeTemplate):
+    key = PairType
+
+    def generic_resolve(self, typ, attr):
+        if attr in typ.field_dict:
+            return typ.field_dict[attr]
+
+
+@lower_getattr_generic(PairType)
+def _pair_getattr(context, builder, kind, value, attr):
+    field = getattr(_payload(context, builder, kind, value), attr)
+    return imputils.impl_ret_borrowed(context, builder, kind.field_dict[attr], field)
+
+
+@lower_setattr_generic(PairType)
+def _pair_setattr(context, builder, signature, args, attr):
+    kind, value_kind = signature.args
+    payload = _payload(context, builder, kind, args[0])
+    value = context.cast(builder, args[1], value_kind, kind.field_dict[attr])
+    old = getattr(payload, attr)
+    if context.enable_nrt:   # (the new reference first: the old value may be the new one)
+        context.nrt.incref(builder, value_kind, value)
+        context.nrt.decref(builder, value_kind, old)
+    setattr(payload, attr, value)
 
 
 class PairRef(structref.StructRefProxy):
@@ -161,7 +210,8 @@ def record_reader(model, data):
             record = cgutils.create_struct_proxy(kind)(context, builder)
             record.meminfo = builder.inttoptr(args[0], record.meminfo.type)
             value = record._getvalue()
-            context.nrt.incref(builder, kind, value)   # released where the kernel drops the record
+            if context.enable_nrt:   # released where the kernel drops the record (a kernel compiled
+                context.nrt.incref(builder, kind, value)   # without the runtime counts none)
             return value
         return kind(address), codegen
     read._biobullet_signature = str(kind)

@@ -37,7 +37,8 @@ def _variant(**flags: bool) -> str:
     return "_".join(f"no_{name}" for name, on in flags.items() if not on)
 
 
-def _compiled_with(function, callees, inline: bool = False, variant: str = "", nogil: bool = True):
+def _compiled_with(function, callees, inline: bool = False, variant: str = "", nogil: bool = True,
+                   nrt: bool = True):
     """`core.jit.compiled` with the muscle entries bound (`muscles.dynamics.entry_bindings`: the stages call them
     with `ForceRows.muscles`, an address); `callees`: the bindings, or a function giving them (evaluated on the
     kernel's first build only: a run asks for its kernel again)."""
@@ -48,7 +49,7 @@ def _compiled_with(function, callees, inline: bool = False, variant: str = "", n
         return {**entry_bindings(jit.compiling()), "muscle_state_size": muscle_state_size,
                 "load_muscle_state": load_muscle_state, "store_muscle_rates": store_muscle_rates,
                 "muscle_forces": muscle_forces, **(callees() if callable(callees) else callees)}
-    return jit.compiled(function, bind=bindings, inline=inline, variant=variant, nogil=nogil)
+    return jit.compiled(function, bind=bindings, inline=inline, variant=variant, nogil=nogil, nrt=nrt)
 
 
 def state_kernel():
@@ -89,19 +90,23 @@ def forward_kernel(read_record, loops: bool = True):
     stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
         return {"_READ_RECORD": read_record,
-                "_TREE": compiled_kernels.tree_dynamics_into_kernel(),
+                "_TREE": compiled_kernels.tree_dynamics_into_kernel(nrt=False),
                 "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops, inline_newton=loops),
                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_into_kernel()}
-    # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`)
-    return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False)
+    # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`). Without numba's runtime: it
+    # allocates nothing, and every array it reads is borrowed (the workspace record's, `core.jit_pair.borrow_pair`;
+    # q, v, τ from its NRT-free entry), so the reference counts it took at each record field read, slice and tuple
+    # — ≈ 150 calls of NRT_incref / NRT_decref per mass-matrix call of the four-bar, ≈ 240 per bias call — were
+    # null tests; the record's fields are read without the runtime (`core.jit_pair`)
+    return _compiled_with(stages.forward_py, callees, variant=_variant(loops=loops), nogil=False, nrt=False)
 
 
 def forward_entry(read_record, loops: bool, *args):
     """The public calls' entry from Python for the argument types of `args` (called once with them,
     `core.jit.direct_entry`): `forward_entry_py` over `forward_kernel(read_record, loops)`, compiled without numba's
-    reference-counting runtime (`core.jit.compiled(nrt=False)`: ≈ 0.15–0.2 µs less per call, docs/speed.md). The
-    forward kernel keeps the runtime: it is compiled first, under its own flags (compiled inside the entry's
-    compile, a callee takes its caller's runtime switch)."""
+    reference-counting runtime (`core.jit.compiled(nrt=False)`: ≈ 0.15–0.2 µs less per call, docs/speed.md), as the
+    forward kernel is (`forward_kernel`; compiled first, under its own flags: compiled inside the entry's compile,
+    a callee takes its caller's runtime switch)."""
     entry = jit.compiled(stages.forward_entry_py, bind=lambda: {"_FORWARD": forward_kernel(read_record, loops)},
                          variant=_variant(loops=loops), nogil=False, nrt=False)
     if not jit.is_cached(entry, *args):

@@ -199,8 +199,9 @@ def solve_stage_py(model, data, mass, bias, force, accel):
 
 
 def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
-    """The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into out_vector;
-    ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `address`: where the workspace is, the
+    """(Compiled without numba's runtime, `pipeline.kernels.forward_kernel`: nothing in it or in its inlined stages
+    may allocate an array.) The pipeline up to `want`: MASS → M_r(q, t) into out_matrix; BIAS → h_r(q, v, t) into
+    out_vector; ACCELERATION → v̇ of generalized forces `tau` (nv) into out_vector. `address`: where the workspace is, the
     compiled model's and the data arrays' fields in one record (`core.jit_pair.pack_record`: one integer per call from
     Python, not ≈ 50 arrays), which the stages read as both their model and their data. A CALLBACK_STATE model's joint state is in data
     already. 0, or 1 when an argument's size is not its own, the state, a jet or the result is not finite or M_r
@@ -220,6 +221,19 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
             return 1
         for c in range(nv):
             if not np.isfinite(out_vector[c]):
+                return 1
+        return 0
+    if want == BIAS and model.solver == PROJECTED:
+        # Gᵀ h alone (the projection's Gᵀ M G would scan M's zeros: n² tests): the same non-zero terms of each
+        # column of G in the same order as `_PROJECT`'s sum, so the same bits
+        gradient = data.gradient
+        for c in range(nv):
+            s = 0.0
+            for a in range(model.n_tangent):
+                if gradient[a, c] != 0.0:
+                    s += gradient[a, c] * bias[a]
+            out_vector[c] = s
+            if not np.isfinite(s):
                 return 1
         return 0
     if model.solver == PROJECTED:
@@ -242,9 +256,9 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
 def forward_entry_py(address, q, v, tau, t, want, out_vector, out_matrix):
     """`forward_py` as the public calls' entry from Python (`pipeline.kernels.forward_entry_kernel`), compiled
     without numba's reference-counting runtime: its wrapper converts each of the five arrays without allocating a
-    memory-info record for it (≈ 0.03 µs an array), and `forward_py` then counts no references on them (a null
-    test, not an atomic operation each time it passes or slices one). Nothing here allocates or returns an
-    array."""
+    memory-info record for it (≈ 0.03 µs an array). `forward_py` is compiled without the runtime too
+    (`pipeline.kernels.forward_kernel`): it counts no references at all, on these arrays or on the workspace
+    record's. Nothing here allocates or returns an array."""
     return _FORWARD(address, q, v, tau, t, want, out_vector, out_matrix)
 
 
