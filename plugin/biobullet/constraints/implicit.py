@@ -174,9 +174,32 @@ class LoopResolver:
         previous: continuation along the branch instead of one Newton solve from a poor guess. The continuation
         starts from the cached solution or from the first solution of the model (its declared initial
         configuration), whichever is nearer.
+
+        A solve that started from a warm start and fails (no convergence, a singular solution) is retried from the
+        start a fresh model uses — Newton from the declared initial guess of the dependent joints at these inputs,
+        the same tolerance and ±NEWTON_REACH rule — before it is refused: a state a fresh model solves is solved
+        after any history. Where both would converge, the warm start's solution is returned (branch continuity).
+        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised.
         """
+        target = theta[self._kn]
+        if not self._valid and self._anchor is None:   # a fresh model: from the initial guess, nothing to retry
+            return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+        try:
+            return self._solve_warm(theta, t, target, check_singular)
+        except SolverError as error:
+            kept = self._record.values.copy()   # (one buffer: every entry of the record)
+            theta[self._kn] = target    # (a failed continuation leaves a substep's inputs)
+            self._record.valid[self._k] = 0.0   # `_guess`: the initial guess
+            try:
+                return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+            except SolverError:
+                self._record.values[:] = kept
+                raise error from None
+
+    def _solve_warm(self, theta: np.ndarray, t: float, target: np.ndarray, check_singular: bool
+                    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """`solve` from the warm start (or the first solution, whichever is nearer), with continuation."""
         known = self._kn
-        target = theta[known]
         if not self._valid and self._anchor is not None:   # a new workspace: from the first solution
             self._set_warm(*self._anchor)
         if self._valid:
