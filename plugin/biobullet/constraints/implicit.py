@@ -50,7 +50,9 @@ class LoopResolver:
     state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
     of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
     continue each other's branch). The model's first solution (its declared initial configuration) is the
-    resolver's own: continuation starts there when it is nearer than the warm start.
+    resolver's own: continuation starts there when it is nearer than the warm start. A warm-started solve that
+    fails is retried from a fresh model's start before it is refused (`solve`): the warm start decides the branch,
+    never whether a state is solved.
     """
 
     def __init__(self, model, loops: tuple[Loop, ...], dependent: tuple[int, ...], known: tuple[int, ...],
