@@ -33,7 +33,7 @@ osim = import_opensim()
 
 import biobullet  # noqa: E402
 from biobullet.core.errors import SolverError  # noqa: E402
-from test_unseen44_opensim_class import random_model  # noqa: E402
+from test_unseen44_opensim_class import WARM_START_STATES, random_model  # noqa: E402
 
 #: the calls compared, each after a call of its own kind at A
 CALLS = ("joint_state", "forward_dynamics", "mass_matrix", "bias_forces")
@@ -180,12 +180,7 @@ def test_a_run_keeps_its_branch_or_stops_it_never_restarts_from_the_fresh_start(
     from biobullet.constraints.implicit import newton_tolerance
     path = str(tmp_path / "random111.osim")
     random_model(111, path)
-    state_a = (np.array([-0.22374046776724524, -0.18496567359376234, -0.02043671048070661, 0.16736435409909667]),
-               np.array([2.4387618221840355, 0.43963253154293347, 0.7703528400296303, -0.7944332621537281]),
-               0.07683067797616644)
-    state_b = (np.array([-0.1454371093828169, -0.2638607225195202, -0.01821511767478533, 0.15085358290658327]),
-               np.array([1.1415293138019247, -0.5912731167157879, 0.14229367951717772, 0.7485112576157664]),
-               0.22886231906741727)
+    state_a, state_b = WARM_START_STATES
     model = biobullet.load_model(path)
     model.joint_state(*state_a)
     with newton_tolerance(model, 1e-9), pytest.raises(SolverError, match="did not converge"):
