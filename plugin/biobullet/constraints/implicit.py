@@ -50,7 +50,9 @@ class LoopResolver:
     state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
     of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
     continue each other's branch). The model's first solution (its declared initial configuration) is the
-    resolver's own: continuation starts there when it is nearer than the warm start.
+    resolver's own: continuation starts there when it is nearer than the warm start. A warm-started solve that
+    fails is retried from a fresh model's start before it is refused (`solve`): the warm start decides the branch,
+    never whether a state is solved.
     """
 
     def __init__(self, model, loops: tuple[Loop, ...], dependent: tuple[int, ...], known: tuple[int, ...],
@@ -76,6 +78,9 @@ class LoopResolver:
         #: residual accepted without a further Newton evaluation while an integration runs at a loose tolerance
         #: (set by `newton_tolerance`; None = converge to round-off)
         self.accept_residual: float | None = None
+        #: a failed warm-started solve is retried from a fresh model's start (`solve`); False while an integration
+        #: runs (set by `newton_tolerance`): a run keeps its branch or stops, it never jumps to the fresh start's
+        self.fresh_retry = True
         self._vector = VectorLoops(model, loops) if VectorLoops.supports(loops) else None
         self._kin: tuple[bytes, object] | None = None   # tree kinematics of the last θ (reused for the rates)
         self._memo: tuple[tuple, tuple] | None = None   # last resolve(): exact inputs -> outputs
@@ -174,9 +179,33 @@ class LoopResolver:
         previous: continuation along the branch instead of one Newton solve from a poor guess. The continuation
         starts from the cached solution or from the first solution of the model (its declared initial
         configuration), whichever is nearer.
+
+        A solve that started from a warm start and fails (no convergence, a singular solution) is retried from the
+        start a fresh model uses — Newton from the declared initial guess of the dependent joints at these inputs,
+        the same tolerance and ±NEWTON_REACH rule — before it is refused: a state a fresh model solves is solved
+        after any history. Where both would converge, the warm start's solution is returned (branch continuity).
+        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised. Inside
+        an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
         """
+        target = theta[self._kn]
+        if not self.fresh_retry or not self._valid and self._anchor is None:   # (a fresh model: nothing to retry)
+            return self._solve_warm(theta, t, target, check_singular)
+        try:
+            return self._solve_warm(theta, t, target, check_singular)
+        except SolverError as error:
+            kept = self._record.values.copy()   # (one buffer: every entry of the record)
+            theta[self._kn] = target    # (a failed continuation leaves a substep's inputs)
+            self._record.valid[self._k] = 0.0   # `_guess`: the initial guess
+            try:
+                return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+            except SolverError:
+                self._record.values[:] = kept
+                raise error from None
+
+    def _solve_warm(self, theta: np.ndarray, t: float, target: np.ndarray, check_singular: bool
+                    ) -> tuple[np.ndarray, np.ndarray, float]:
+        """`solve` from the warm start (or the first solution, whichever is nearer), with continuation."""
         known = self._kn
-        target = theta[known]
         if not self._valid and self._anchor is not None:   # a new workspace: from the first solution
             self._set_warm(*self._anchor)
         if self._valid:
@@ -403,18 +432,20 @@ LOOSE_RESIDUAL = 1e-2
 def newton_tolerance(model, rtol: float):
     """While an integration at relative tolerance `rtol` runs: Newton accepts |Φ| ≤ 1e-2·rtol·(length scale)
     (one correction from the prediction is then usually enough; the last correction in `_finish` takes the
-    error to O(|Φ|²)). No effect where that is below the round-off tolerance. Restored on exit."""
+    error to O(|Φ|²)). No effect where that is below the round-off tolerance. A failed solve is not retried from a
+    fresh model's start meanwhile (`LoopResolver.fresh_retry`). Restored on exit."""
     resolvers = [r for r in getattr(getattr(model, "coordinate_map", None), "resolvers", ())
                  if isinstance(r, LoopResolver)]
-    saved = [r.accept_residual for r in resolvers]
+    saved = [(r.accept_residual, r.fresh_retry) for r in resolvers]
     for r in resolvers:
         loose = LOOSE_RESIDUAL * float(rtol) * r.length_scale
         r.accept_residual = loose if loose > r.residual_tolerance else None
+        r.fresh_retry = False   # (a run keeps its branch: `LoopResolver.fresh_retry`)
     try:
         yield
     finally:
-        for r, value in zip(resolvers, saved):
-            r.accept_residual = value
+        for r, (value, retry) in zip(resolvers, saved):
+            r.accept_residual, r.fresh_retry = value, retry
 
 
 def _loop_type_hint(loops: tuple[Loop, ...], n_dependent: int) -> str:

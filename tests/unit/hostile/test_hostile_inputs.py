@@ -193,12 +193,15 @@ def test_absurd_magnitudes_raise_instead_of_nan(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ budgets
 def test_loop_continuation_is_bounded():
+    """A jump of 1e12 rad from the warm start would ask for 1e13 continuation substeps: the continuation refuses
+    beyond MAX_SUBSTEPS (an unbounded one would not return), and the solve is then retried from a fresh model's
+    start (`LoopResolver.solve`), which gives at that state what a fresh model gives."""
     from biobullet import load_model
     model = load_model(REPO / "urdf" / "andrews_squeezer.urdf")
     q, _ = model.initial_state()
     model.mass_matrix(q)
-    with pytest.raises(SolverError, match="substeps"):
-        model.mass_matrix(q + 1e12)
+    expected = load_model(REPO / "urdf" / "andrews_squeezer.urdf").mass_matrix(q + 1e12)
+    assert np.abs(model.mass_matrix(q + 1e12) - expected).max() <= 1e-9 * np.abs(expected).max()
 
 
 def test_step_budget_stops_a_stiff_run_and_names_an_implicit_method():
