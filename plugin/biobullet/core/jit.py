@@ -177,6 +177,8 @@ def _source_digest(function: Callable, bound: Mapping[str, Any], seen: frozenset
         digest.update(str(options.get("error_model", "")).encode())
         if options.get("inline", "never") != "never":
             digest.update(b"|inlined")
+        if options.get("_nrt", True) is False:   # (and whether it counts references: a switched binding recompiles)
+            digest.update(b"|no_nrt")
     return digest.hexdigest()
 
 

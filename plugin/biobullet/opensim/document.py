@@ -572,7 +572,8 @@ class PropertyReader:
                 half_order = self.number(element, "half_order", 3.0)
                 variance = self.number(element, "error_variance", 0.0)
                 if half_order not in (1.0, 2.0, 3.0, 4.0) or variance != 0.0:
-                    raise source.error("half_order" if variance == 0.0 else "error_variance", f"GCVSpline of half order {half_order:g} with error variance "
+                    raise source.error("half_order" if variance == 0.0 else "error_variance",
+                                       f"GCVSpline of half order {half_order:g} with error variance "
                                        f"{variance:g} is not supported", "half_order 1 to 4 and error_variance 0 "
                                        "(an interpolating natural spline)")
                 degree = int(2 * half_order - 1)
