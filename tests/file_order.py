@@ -1,9 +1,10 @@
 """The order in which the default run hands test files to its xdist workers: the longest first.
 
 `make test` runs `pytest -n auto --dist loadfile`: each file goes whole to one worker, and a worker that finishes a
-file takes the next one in the queue. xdist's own queue puts the files with the most tests first, which left the
-files of one to three long tests (a subprocess CLI run, a sweep, the first compile of a big kernel) to the end of a
-run, where one worker ran them while the other had nothing left. `tests/conftest.py` orders the collected files by
+file takes the next one in the queue. xdist's own queue puts the files with the most tests first: the two it started
+together (test_hostile8_api, test_hostile7_outputs) both begin by simulating a tree model, and in every cold run
+measured one worker sat 26–31 s (idle machine) waiting for the other's compile of that right-hand side (`core.jit`'s
+compile lock), while files of a few long tests ran late. `tests/conftest.py` orders the collected files by
 their seconds in a cold run (`FILE_SECONDS`: an empty numba cache, as on CI), longest first — the classic
 longest-processing-time rule — and turns xdist's reordering off. A file missing from the table (a new file) is
 placed by its number of tests times `DEFAULT_TEST_SECONDS`. Only the order changes: every test still runs, in its
