@@ -59,6 +59,7 @@ def ground_up(model, path: str | os.PathLike[str]) -> list:
     import xml.etree.ElementTree as ET
     from biobullet.contact.element import contact_elements
     from biobullet.contact.geometry import GroundPlane
+    from biobullet.core.frozen import set_parameter
     block = ET.parse(path).getroot().find("biobullet")
     explicit = {e.get("name") for e in (block.findall("contact") if block is not None else [])
                 if e.get("ground_normal") is not None}
@@ -69,5 +70,5 @@ def ground_up(model, path: str | os.PathLike[str]) -> list:
     up = tuple(float(v) for v in -g / np.linalg.norm(g))
     for c in elements:
         if c.name not in explicit:
-            c.ground = GroundPlane(c.ground.height, up)
+            set_parameter(c, "ground", GroundPlane(c.ground.height, up))   # (before anything packed it)
     return elements

@@ -41,6 +41,7 @@ import numpy as np
 
 from biobullet.core.attributes import REQUIRED, boolean, choice, number
 from biobullet.core.errors import SourceRef
+from biobullet.core.frozen import FrozenParameters
 
 def _result(value: np.ndarray, scalar: bool) -> float | np.ndarray:
     return float(value) if scalar else value
@@ -62,9 +63,9 @@ class LawTwin:
     bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
-class ContactLaw(ABC):
+class ContactLaw(FrozenParameters, ABC):
     """What normal and friction laws share: a registry name, XML attributes, parameters. Immutable after
-    construction."""
+    construction (assigning a parameter raises `core.frozen.FrozenParameterError`)."""
 
     #: registry key (the XML ``normal_law`` / ``friction_law`` attribute value)
     law_name: ClassVar[str] = ""
@@ -106,6 +107,10 @@ class ContactLaw(ABC):
         """The law's compiled twin (module docstring), or None: contacts with this law keep the Python path. The
         built-in laws' twins live in `contact.kernels` (keyed on the exact class); this hook is for plug-ins."""
         return None
+
+    def _where(self) -> tuple[str | None, str]:
+        kind = "normal" if isinstance(self, NormalLaw) else "friction"
+        return None, f'{kind} law "{self.law_name}" ({type(self).__name__})'
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())

@@ -33,6 +33,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from biobullet.core.errors import SolverError, SourceRef, did_you_mean
+from biobullet.core.frozen import set_parameter
 from biobullet.core.attributes import number, to_float, vector3
 from biobullet.forces.base import ForceElement, register_force
 from biobullet.core.events import Event
@@ -483,7 +484,7 @@ def _build_contacts(model) -> tuple[Contact, ...]:
             count = 2
             while f"{contact.name}_{count}" in names:
                 count += 1
-            contact.name = f"{contact.name}_{count}"
+            set_parameter(contact, "name", f"{contact.name}_{count}")   # (before anything packed it)
         names.add(contact.name)
         built.append(contact)
     return tuple(built)

@@ -46,6 +46,7 @@ from typing import Callable, ClassVar, Mapping
 import numpy as np
 
 from biobullet.core.errors import SourceRef, did_you_mean
+from biobullet.core.frozen import FrozenParameters
 from biobullet.core.plugins import PluginRegistry
 
 ENTRY_POINT_GROUP = "biobullet.force_elements"
@@ -71,8 +72,9 @@ class ForceKernel:
     bind: Mapping[str, Callable] | Callable[[], Mapping[str, Callable]] | None = None
 
 
-class ForceElement(ABC):
-    """One force element. Immutable after construction; `name` identifies it in reports and events."""
+class ForceElement(FrozenParameters, ABC):
+    """One force element. Immutable after construction (assigning a parameter raises
+    `core.frozen.FrozenParameterError`); `name` identifies it in reports and events."""
 
     tag: ClassVar[str] = ""
     #: True if the force is discontinuous in the state (the engine then restarts at its events)
@@ -122,6 +124,9 @@ class ForceElement(ABC):
         None: a model with this element then runs on the callback stage. Built-in elements are compiled by the
         right-hand sides themselves; this hook is for third-party elements."""
         return None
+
+    def _where(self) -> tuple[str | None, str]:
+        return self.source.file, self.source.element
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from biobullet.algorithms.kinematics import body_placements
+from biobullet.core.frozen import set_parameter
 from biobullet.forces.base import ForceElement, force_type
 from biobullet.model.model import ADDED_FORCES
 
@@ -37,7 +38,7 @@ def _from_description(model) -> tuple[ForceElement, ...]:
             base, count = built.name, 2
             while f"{base}_{count}" in names:
                 count += 1
-            built.name = f"{base}_{count}"
+            set_parameter(built, "name", f"{base}_{count}")   # (before anything packed it)
         if built.name in names:
             raise element.source.error("name", f"force element name {built.name!r} is used twice "
                                        f"(also by {names[built.name]})", "distinct names")

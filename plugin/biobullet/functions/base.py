@@ -26,6 +26,7 @@ import numpy as np
 
 from biobullet.core.attributes import check_count, check_known_attributes
 from biobullet.core.errors import ModelError, SourceRef
+from biobullet.core.frozen import FrozenParameters
 
 
 #: C signature of a compiled jets kernel (module docstring): status = jets(z, params, jet)
@@ -74,8 +75,9 @@ def one_input_jets(value: float, first: float, second: float) -> tuple[float, np
 COMMON_ATTRIBUTES: tuple[str, ...] = ("joint", "type", "inputs")
 
 
-class JointFunction(ABC):
-    """One explicit joint function. Subclasses are immutable after construction."""
+class JointFunction(FrozenParameters, ABC):
+    """One explicit joint function. Subclasses are immutable after construction (assigning a parameter raises
+    `core.frozen.FrozenParameterError`)."""
 
     type_name: ClassVar[str] = ""
     #: attribute names this type understands besides the common ones ('joint', 'type', 'inputs')
@@ -121,6 +123,9 @@ class JointFunction(ABC):
 
     def value(self, x: np.ndarray, t: float = 0.0) -> float:
         return self.evaluate(np.asarray(x, dtype=float), t)[0]
+
+    def _where(self) -> tuple[str | None, str]:
+        return None, f'<joint_function type="{self.type_name}" inputs="{" ".join(self.inputs)}">'
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(inputs={self.inputs})"

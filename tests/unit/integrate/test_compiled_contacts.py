@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from biobullet.contact.element import Contact, contact_intervals
 from biobullet.contact.geometry import GroundPlane
+from biobullet.core.frozen import set_parameter
 from biobullet.contact.normal import HuGuo
 from biobullet.contact.testbed import drop_urdf
 from biobullet.loader import load_text
@@ -152,9 +153,9 @@ def test_planar_chain_with_friction_rhs_power_balance(tmp_path: Path) -> None:
         target = 1e-3 * (trial % 3 - 0.5) * 2.0
         for system in systems:
             for contact, plane in zip(_contacts(system)[:2], planes):
-                contact.ground = plane
+                set_parameter(contact, "ground", plane)
                 kin = contact.kinematics(model, *system.tree_state(0.0, y), need_jacobian=False)
-                contact.ground = GroundPlane(plane.height + target - kin.delta, plane.normal)
+                set_parameter(contact, "ground", GroundPlane(plane.height + target - kin.delta, plane.normal))
                 contact._last = None
         compiled._compiled = CompiledReducedRHS.for_system(compiled)   # repack the moved planes
         out = compiled._compiled(0.0, np.array(y))
@@ -177,7 +178,7 @@ def test_plug_in_law_keeps_the_generic_path(tmp_path: Path) -> None:
     system = System(model, None)
     assert isinstance(system._compiled, CompiledReducedRHS)
     contact = _contacts(system)[0]
-    contact.normal_law = PluginLaw(stiffness=2e6, restitution=0.3)
+    set_parameter(contact, "normal_law", PluginLaw(stiffness=2e6, restitution=0.3))
     assert CompiledReducedRHS.for_system(system) is None
 
 
@@ -236,9 +237,9 @@ def test_loop_map_rhs_with_a_contact_power_balance(tmp_path: Path) -> None:
         y[0], y[1] = angle, rate
         target = 1e-3 * (k % 3 - 0.5)
         contact = _contacts(fast)[0]
-        contact.ground = plane
+        set_parameter(contact, "ground", plane)
         kin = contact.kinematics(model, *fast.tree_state(0.0, y), need_jacobian=False)
-        contact.ground = GroundPlane(plane.height + target - kin.delta, plane.normal)
+        set_parameter(contact, "ground", GroundPlane(plane.height + target - kin.delta, plane.normal))
         contact.state.active, contact.state.impact_velocity = k != 3, 0.7
         contact._last = None
         fast._compiled = CompiledReducedRHS.for_system(fast)   # repack the moved plane
@@ -275,9 +276,9 @@ def test_floating_ball_with_friction_rhs_power_balance(tmp_path: Path) -> None:
         y[3:7] = quat / np.linalg.norm(quat)
         y[7:13] = rng.uniform(-2.0, 2.0, 6)
         contact = _contacts(compiled)[0]
-        contact.ground = plane
+        set_parameter(contact, "ground", plane)
         kin = contact.kinematics(model, *compiled.tree_state(0.0, y), need_jacobian=False)
-        contact.ground = GroundPlane(plane.height + 1e-3 - kin.delta, plane.normal)
+        set_parameter(contact, "ground", GroundPlane(plane.height + 1e-3 - kin.delta, plane.normal))
         contact.state.active, contact.state.impact_velocity = True, 1.0
         contact._last = None
         compiled._compiled = CompiledReducedRHS.for_system(compiled)

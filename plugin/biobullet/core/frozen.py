@@ -1,0 +1,69 @@
+"""Parameters read-only after construction: the guard of the model's elements (force elements, contacts, contact
+laws, joint functions).
+
+The library packs an element's parameters once — the bridge at `Bridge(model)`, the compiled rows and
+`Model.derived` at first use — while a Python-side `generalized_force` reads them on every call. A parameter
+changed after load was therefore taken by some paths and silently ignored by others (a joint spring's stiffness
+2 → 50 N·m/rad changed `simulate` and left `Bridge.step` on the old value). So assigning (or deleting) a public
+attribute of a constructed element raises `FrozenParameterError`, which names the element and the attribute and
+says what to do instead. Attributes whose names start with "_" stay writable: an element's own per-run caches.
+The library's own setup after construction (numbering a default name) goes through `set_parameter`.
+"""
+from __future__ import annotations
+
+from abc import ABCMeta
+from typing import Any
+
+from biobullet.core.errors import ModelError
+
+#: the instance flag set once `__init__` has returned (stored in `__dict__`, so a pickle or copy keeps it)
+_FROZEN = "_frozen_parameters"
+
+WHAT_TO_DO = ("edit the model file and load it again, or build the element anew and add it to a freshly loaded "
+              "model; for a torque that varies in time use a joint_torque `function`, the bridge's `tau=` or "
+              "simulate's tau")
+
+
+class FrozenParameterError(ModelError, AttributeError):
+    """An element's parameter was assigned after construction (a ModelError, and an AttributeError as for any
+    read-only attribute)."""
+
+
+class FrozenAfterInit(ABCMeta):
+    """Metaclass: marks an instance frozen once its class's `__init__` (the most derived one) has returned."""
+
+    def __call__(cls, *args: Any, **kwargs: Any):
+        instance = super().__call__(*args, **kwargs)
+        object.__setattr__(instance, _FROZEN, True)
+        return instance
+
+
+class FrozenParameters(metaclass=FrozenAfterInit):
+    """Mixin: public attributes are read-only after construction (module docstring). `_where()` names the element
+    in the error (default: its class)."""
+
+    def _where(self) -> tuple[str | None, str]:
+        """(file, element) the error names."""
+        return None, f"<{type(self).__name__}>"
+
+    def _refuse(self, attribute: str) -> None:
+        if attribute.startswith("_") or not self.__dict__.get(_FROZEN, False):
+            return
+        file, element = self._where()
+        raise FrozenParameterError(
+            "parameters are read-only once the element is built: the bridge and the compiled rows packed this "
+            "value at load or first use, so a change would be ignored by some paths and taken by others",
+            file=file, element=element, attribute=attribute, expected=WHAT_TO_DO)
+
+    def __setattr__(self, attribute: str, value: Any) -> None:
+        self._refuse(attribute)
+        object.__setattr__(self, attribute, value)
+
+    def __delattr__(self, attribute: str) -> None:
+        self._refuse(attribute)
+        object.__delattr__(self, attribute)
+
+
+def set_parameter(element: FrozenParameters, attribute: str, value: Any) -> None:
+    """The library's own setup of a built element before anyone packed it (e.g. numbering a default name)."""
+    object.__setattr__(element, attribute, value)
