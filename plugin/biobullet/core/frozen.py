@@ -20,8 +20,8 @@ from biobullet.core.errors import ModelError
 _FROZEN = "_frozen_parameters"
 
 WHAT_TO_DO = ("edit the model file and load it again, or build the element anew and add it to a freshly loaded "
-              "model; for a torque that varies in time use a joint_torque `function`, the bridge's `tau=` or "
-              "simulate's tau")
+              "model; for a torque that varies in time: a <joint_torque> time function (type=...) in the file, or "
+              "the bridge's tau= / the tau argument of forward_dynamics")
 
 
 class FrozenParameterError(ModelError, AttributeError):
