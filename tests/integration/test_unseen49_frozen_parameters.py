@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from biobullet import load_model
+from biobullet.constraints.loops import parse_loops
 from biobullet.contact.element import contact_elements
 from biobullet.core.errors import ModelError
 from biobullet.core.frozen import FrozenParameterError
@@ -42,6 +43,7 @@ ELEMENTS = (
     '<contact name="tip" link="l2" xyz="0.5 0 0" normal_law="hunt_crossley" stiffness="1e5" restitution="0.8" '
     'friction_law="regularized" mu="0.6" v0="1e-3"/>')
 FUNCTION_LINKS = [(0.5, 1.0, 0.25, 0.01)] * 3
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +94,7 @@ def test_assigning_an_element_parameter_raises_naming_element_and_attribute(mode
         delattr(element, attribute)
 
 
-def test_contact_laws_and_joint_functions_are_read_only(model, coupled) -> None:
+def test_contact_laws_joint_functions_and_loop_types_are_read_only(model, coupled) -> None:
     contact = _element(model, "tip")
     for law, attribute, where in ((contact.normal_law, "stiffness", 'normal law "hunt_crossley"'),
                                   (contact.friction_law, "mu", 'friction law "regularized"')):
@@ -105,6 +107,12 @@ def test_contact_laws_and_joint_functions_are_read_only(model, coupled) -> None:
     with pytest.raises(FrozenParameterError, match="<joint_function type=\"linear\" inputs=\"j1\">.*'offset'"):
         function.offset = 0.0
     assert function.value(np.array([0.4])) == pytest.approx(0.5 * 0.4 + 0.2, abs=1e-15)   # still the file's map
+    knee_model = load_model(REPO / "urdf" / "fourbar_knee.urdf")
+    knee = parse_loops(knee_model.description, knee_model.link_names)
+    law = knee[0].law   # a planar loop: its plane basis is packed into the loop rows
+    with pytest.raises(FrozenParameterError, match="<loop type=\"planar\">.*attribute 'basis'"):
+        law.basis = np.eye(3)[:, :2]
+    np.testing.assert_allclose(law.basis.T @ [0.0, 1.0, 0.0], 0.0, atol=1e-15)   # still ⟂ the file's normal 0 1 0
 
 
 def test_refused_changes_leave_the_forces_of_the_file(model) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from biobullet.constraints.loop_kernels import loop_rows_run, pack_loop_rows
 from biobullet.core.errors import SourceRef
+from biobullet.core.frozen import FrozenParameters
 from biobullet.core.attributes import REQUIRED, vector3
 from biobullet.core.plugins import PluginRegistry
 from biobullet.spatial.rotations import rpy_to_matrix
@@ -57,8 +58,9 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
 
 
-class LoopType(ABC):
-    """The equations of one loop type between points A (link_a) and B (link_b). Immutable after parsing."""
+class LoopType(FrozenParameters, ABC):
+    """The equations of one loop type between points A (link_a) and B (link_b). Immutable after parsing
+    (assigning an attribute raises `core.frozen.FrozenParameterError`)."""
 
     type_name: ClassVar[str] = ""
     n_equations: ClassVar[int] = 0
@@ -92,6 +94,9 @@ class LoopType(ABC):
         `dynamics.multipliers.joint_reactions` (the opposite acts on link_b). Default: not resolved (zeros) —
         the generalized reaction Φ_xᵀ λ is exact for every type; override to report forces."""
         return np.zeros(3), np.zeros(3)
+
+    def _where(self) -> tuple[str | None, str]:
+        return None, f'<loop type="{self.type_name}">'
 
 
 def _builtins() -> None:

@@ -1,5 +1,5 @@
 """Parameters read-only after construction: the guard of the model's elements (force elements, contacts, contact
-laws, joint functions).
+laws, joint functions, loop types).
 
 The library packs an element's parameters once — the bridge at `Bridge(model)`, the compiled rows and
 `Model.derived` at first use — while a Python-side `generalized_force` reads them on every call. A parameter
