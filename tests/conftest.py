@@ -8,28 +8,17 @@ table of the costliest kernels summed over the processes (`tests/compile_report.
 A wait for another process's compile of the same kernel (`core.jit`'s compile lock) is recorded apart, as wall
 seconds. Loads from numba's on-disk cache are not compiles and are not recorded. Without the variable nothing is
 installed.
-
-File order (`tests/file_order.py`): the collected files run longest first (their seconds in a cold run), and
-pytest-xdist's own reordering by test count is turned off: it started the two files that first compile the same
-big kernel together, and one worker waited for the other's compile (26–31 s per cold run).
 """
 from __future__ import annotations
 
 import os
 
 from compile_report import REPORT_VARIABLE, install_recorder, summary_lines
-from file_order import longest_first
 
 
 def pytest_configure(config) -> None:
     if os.environ.get(REPORT_VARIABLE):
         install_recorder(os.environ[REPORT_VARIABLE])
-    if hasattr(config.option, "loadscopereorder"):   # (pytest-xdist: keep the order `longest_first` gives)
-        config.option.loadscopereorder = False
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    items[:] = longest_first(items)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
