@@ -211,8 +211,7 @@ class TreeDirections(NamedTuple):
     source: str
 
 
-def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray, *,
-                     whole: bool = True) -> np.ndarray | None:
+def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray) -> np.ndarray | None:
     """The unit tree direction along which the KKT matrix [[M, Φ_xᵀ], [Φ_x, 0]] is singular, None where it is
     regular: M positive definite on the null space of Φ_x (held by the rows wherever M itself is singular).
 
@@ -225,8 +224,11 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray, 
     vector of the massless direction with the largest component along the unheld combination (the right singular
     vector of the smallest singular value): a direction the error names as a joint that moves no mass.
 
-    Then (where they are held — unless `whole` is False: the multipliers' check per evaluation, which solves the
-    KKT matrix there —, or there are none) the whole test, O(n³) (an SVD and an eigen-decomposition): with
+    Then (where they are held, or there are none) a sufficient test, one Cholesky factorisation, cheap enough per
+    evaluation too: M + ρ Φ̂ᵀΦ̂ (Φ̂ the row-normalised Φ_x, ρ M's largest diagonal entry) passes the relative pivot
+    test of `try_mass_factor` — vᵀ(M + ρ Φ̂ᵀΦ̂)v = vᵀMv on ker Φ_x — : None (the anthropomorph's held massless links
+    and held combinations pass it at every call). Where it fails, the whole test, O(n³) (an SVD and an
+    eigen-decomposition): with
     N an orthonormal basis of ker Φ_x (row-normalised, rank at RANK_TOLERANCE as `check_rank`), Nᵀ M N is
     tested as the pipeline tests its Gᵀ M G: each diagonal entry above its floor through N ((Σ_a |N_ac| √floor_a)²,
     `spatial.dense.massless_coordinate`: a basis direction that moves no mass) and each Cholesky pivot² above
@@ -235,23 +237,23 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray, 
     is singular along directions the rows hold (a massless link) — that LAPACK factorises is a near-singular posture,
     not a massless motion: None (the KKT matrix is solved, as for `mass_ratio`)."""
     n = mass.shape[0]
+    if len(jac):   # (row-normalised Φ_x)
+        scale = np.linalg.norm(jac, axis=1)
+        rows = jac / np.where(scale > 0.0, scale, 1.0)[:, None]
     massless = massless_coordinates(mass, floor_root, None)
     if massless:
         held = False
         if len(jac):
-            scale = np.linalg.norm(jac, axis=1)
-            block = (jac / np.where(scale > 0.0, scale, 1.0)[:, None])[:, massless]
-            _, singular, vectors = np.linalg.svd(block)   # (vectors: all |massless| right singular vectors)
+            _, singular, vectors = np.linalg.svd(rows[:, massless])   # (vectors: all |massless| right singular vectors)
             held = len(singular) == len(massless) and singular[-1] > RANK_TOLERANCE
         if not held:
             unit = np.zeros(n)
             unit[massless[int(np.argmax(np.abs(vectors[-1])))] if len(jac) else massless[0]] = 1.0
             return unit
-        if not whole:
-            return None
+    if len(jac) and try_mass_factor(mass + np.max(np.diagonal(mass)) * (rows.T @ rows)) is not None:
+        return None
     if len(jac):
-        scale = np.linalg.norm(jac, axis=1)
-        _, singular, vt = np.linalg.svd(jac / np.where(scale > 0.0, scale, 1.0)[:, None])
+        _, singular, vt = np.linalg.svd(rows)
         rank = int(np.sum(singular > RANK_TOLERANCE * singular[0])) if singular[0] > 0.0 else 0
         basis = vt[rank:].T
     else:
@@ -276,14 +278,12 @@ def unheld_direction(mass: np.ndarray, jac: np.ndarray, floor_root: np.ndarray, 
     return direction / np.linalg.norm(direction)
 
 
-def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=None, xd=None, t: float = 0.0, *,
-                  whole: bool = True) -> None:
-    """SolverError naming the tree directions along which the KKT matrix is singular (`unheld_direction`, `whole`
-    as there): a joint that moves no mass and no row holds, or the motion; nothing where it is regular; a
+def refuse_unheld(mass: np.ndarray, jac: np.ndarray, tree: TreeDirections, x=None, xd=None, t: float = 0.0) -> None:
+    """SolverError naming the tree directions along which the KKT matrix is singular (`unheld_direction`): a joint that moves no mass and no row holds, or the motion; nothing where it is regular; a
     non-finite M gets `mass_factor`'s error (the caller's divergence, not a direction)."""
     if not np.all(np.isfinite(mass)):
         mass_factor(mass, x, t)
-    direction = unheld_direction(mass, jac, tree.floor_root, whole=whole)
+    direction = unheld_direction(mass, jac, tree.floor_root)
     if direction is None:
         return
     if np.count_nonzero(direction) == 1:   # one tree direction that moves no mass itself: named as a joint

@@ -62,23 +62,13 @@ def _tree(model) -> TreeDirections:
 def _refuse_massless(model, mass: np.ndarray, jac: np.ndarray, x, xd, t: float) -> bool:
     """Whether a tree direction moves no mass (its diagonal entry not above its floor,
     `spatial.dense.MASS_FLOOR_RATIO`: one compare per entry); SolverError naming the joint where no constraint row
-    holds it, or the motion where the KKT matrix is singular otherwise (`constraints.solve.refuse_unheld`)."""
+    holds it, or the motion where the KKT matrix is singular otherwise — a combination beside the held link, such as
+    base x minus a slider along it (`constraints.solve.refuse_unheld`: cheap per evaluation where the rows hold
+    everything)."""
     if massless_coordinate(mass, model.compiled.mass_floor_root, None) is None:
         return False
-    refuse_unheld(mass, jac, _tree(model), x, xd, t, whole=False)   # (per evaluation: the massless columns only)
+    refuse_unheld(mass, jac, _tree(model), x, xd, t)
     return True
-
-
-def _held_by_rows(mass: np.ndarray, jac: np.ndarray) -> bool:
-    """A sufficient test that M is positive definite on the null space of Φ_x (the KKT matrix regular): M + ρ Φ̂ᵀΦ̂
-    (Φ̂ the row-normalised Φ_x, ρ M's largest diagonal entry) passes the relative pivot test of `try_mass_factor`
-    — vᵀ(M + ρ Φ̂ᵀΦ̂)v = vᵀMv on ker Φ_x. One Cholesky factorisation: the anthropomorph's held massless links and
-    held combinations pass it at every call; where it fails, `constraints.solve.unheld_direction` decides."""
-    if not len(jac):
-        return False
-    scale = np.linalg.norm(jac, axis=1)
-    rows = jac / np.where(scale > 0.0, scale, 1.0)[:, None]
-    return try_mass_factor(mass + np.max(np.diagonal(mass)) * (rows.T @ rows)) is not None
 
 
 def _kkt_solve(model, mass: np.ndarray, bias: np.ndarray, tau, jac: np.ndarray, target: np.ndarray, names, x, xd,
@@ -89,17 +79,13 @@ def _kkt_solve(model, mass: np.ndarray, bias: np.ndarray, tau, jac: np.ndarray, 
 
     A tree direction that moves no mass makes M singular: where the rows hold it (a massless link inside a loop, a
     massless joint a joint function drives) the KKT matrix is solved whole, once M is positive definite on the null
-    space of Φ_x (`_held_by_rows`, else `constraints.solve.unheld_direction`: a combination such as base x minus a
-    slider beside the held link may be unheld); where they do not, no
+    space of Φ_x (`constraints.solve.unheld_direction`: a combination such as base x minus a slider beside the held
+    link may be unheld); where they do not, no
     acceleration of it is defined: SolverError naming the joint (`_refuse_massless`). Where M is singular along a
     combination of directions that each move mass (a massless floating root and a slider along the base's x), the
     Schur kernel declines and `constrained_acceleration` solves the KKT matrix where M is positive definite on the
     null space of Φ_x, else names the directions (`tree`)."""
     if _refuse_massless(model, mass, jac, x, xd, t):
-        if not _held_by_rows(mass, jac):
-            # M may be singular along a combination of directions that move mass too (a massless root and a
-            # slider along the base's x, beside the held massless link): the exact test, naming the unheld motion
-            refuse_unheld(mass, jac, _tree(model), x, xd, t)
         check_rank(jac, names, x, t, xd)
         return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t, method="kkt")
     return constrained_acceleration(mass, bias, tau, jac, target, names=names, x=x, xd=xd, t=t,
