@@ -69,11 +69,10 @@ def test_inverse_forward_round_trip_converges_with_order_four(leg):
 def _baseline_rows(solver, model, q, v, t, inputs):
     """Prescriptions whose targets are exactly what the original inputs produce at this state."""
     _, _, z, system = solver.solve(q, v, t, inputs(t))
-    x, xd, _, _ = model.joint_state(q, v)
     rows = []
     for name in ("thigh", "foot"):
         probe = Prescription(name, "segment_angle", name, lambda t: (0.0, 0.0, 0.0), axis=sprint.AXIS)
-        row, target = solver.prescription_row(system, probe, t, x, xd, None)
+        row, target = solver.prescription_row(system, probe, t)
         reduced_z = system.planar_basis[1].T @ z    # z is 3D; the planar columns are orthonormal
         acc = float(row @ reduced_z) - target          # target = 0 − extra; extra = 0 for angles
         rows.append(Prescription(name, "segment_angle", name, (lambda a: lambda t: (0.0, 0.0, a))(acc),
@@ -103,11 +102,10 @@ def test_determinate_strategies_meet_the_prescribed_rows_exactly(leg):
     rows = [Prescription("thigh", "segment_angle", "thigh", kin.thigh_high_knee, axis=sprint.AXIS),
             Prescription("foot", "segment_angle", "foot", kin.foot, axis=sprint.AXIS)]
     for t, q, v in _states(model, solver, kin, inputs):
-        x, xd, _, _ = model.joint_state(q, v)
         for config in sprint.STRATEGIES[:4]:
             _, delta, z, system = solver.solve(q, v, t, inputs(t), rows, Strategy.from_config(config))
             for item in rows:
-                row, target = solver.prescription_row(system, item, t, x, xd, None)
+                row, target = solver.prescription_row(system, item, t)
                 assert row @ (system.planar_basis[1].T @ z) == pytest.approx(target, abs=1e-9 * max(1, abs(target)))
 
 
@@ -125,7 +123,7 @@ def test_least_squares_strategies_satisfy_kkt_checked_with_scipy(leg, name):
         # the same QP posed independently: eliminate z = A⁻¹(b + C Δ); rows P z = r become linear in Δ
         b = system.rhs + sum(solver.input_column(system, k) * u for k, u in inputs(t).items())
         columns = np.column_stack([solver.input_column(system, k) for k in strategy.vary])
-        p_rows, targets = zip(*(solver.prescription_row(system, item, t, x, xd, None) for item in rows))
+        p_rows, targets = zip(*(solver.prescription_row(system, item, t) for item in rows))
         p = np.array(p_rows)
         a_inv_b = np.linalg.solve(system.matrix, b)
         a_inv_c = np.linalg.solve(system.matrix, columns)

@@ -16,7 +16,6 @@ import pytest
 import sympy as sp
 
 from biobullet.dynamics.formulation import get_formulation
-from biobullet.dynamics.matrix_calculus import MatrixCalculusFormulation, matrix_derivatives
 from biobullet.loader import load_model
 from biobullet.validate.random_models import random_urdf
 
@@ -49,7 +48,6 @@ def test_agrees_with_reduced(tmp_path, seed, floating, couplings):
     if couplings:
         assert model.nq < model.n_config  # the joint functions really made joints dependent
     mc, ref = get_formulation("matrix_calculus"), get_formulation("reduced")
-    full = MatrixCalculusFormulation(full_second_derivatives=True)
     rng = np.random.default_rng(100 + seed)
     for _ in range(3):
         q, v = _random_state(model, rng)
@@ -57,7 +55,6 @@ def test_agrees_with_reduced(tmp_path, seed, floating, couplings):
         assert _rel(mc.mass_matrix(model, q, t), ref.mass_matrix(model, q, t)) < RTOL
         h_ref = ref.bias_forces(model, q, v, t)
         assert _rel(mc.bias_forces(model, q, v, t), h_ref) < RTOL
-        assert _rel(full.bias_forces(model, q, v, t), h_ref) < RTOL
         a = model.forward_dynamics(q, v, t=t, formulation="matrix_calculus")
         assert _rel(a, model.forward_dynamics(q, v, t=t, formulation="reduced")) < RTOL
 
@@ -107,26 +104,6 @@ def test_agrees_with_pinocchio(tmp_path, seed, floating):
         bias = pin.rnea(pmodel, data, pq, pv, np.zeros(pmodel.nv))
         assert _rel(mc.mass_matrix(model, q, 0.0), mass[np.ix_(perm, perm)]) < RTOL
         assert _rel(mc.bias_forces(model, q, v, 0.0), bias[perm]) < RTOL
-
-
-def test_second_derivatives_match_finite_differences(tmp_path):
-    """D'[k, l] = ∂D[k]/∂q̃_l (time column included) for holonomic coordinates, by central differences."""
-    text = random_urdf(2, 5, couplings=2).replace(
-        "</biobullet>", '<joint_function joint="j5" type="fourier" period="1.7" a0="0.1" a="0.4" b="-0.3"/>'
-                        "</biobullet>")
-    model, _ = _load(tmp_path, text)
-    q, _ = _random_state(model, np.random.default_rng(3))
-    t, eps = 0.3, 1e-6
-    _, _, second = matrix_derivatives(model, q, t, second_order=True)
-    for k in range(model.nq + 1):
-        dq = np.zeros(model.nq)
-        dt = eps if k == model.nq else 0.0
-        if k < model.nq:
-            dq[k] = eps
-        _, plus, _ = matrix_derivatives(model, q + dq, t + dt, second_order=False)
-        _, minus, _ = matrix_derivatives(model, q - dq, t - dt, second_order=False)
-        # central difference truncation ~ eps² |D'''| ≈ 1e-12, round-off ~ 1e-16 / eps ≈ 1e-10
-        assert np.allclose((plus - minus) / (2 * eps), second[:, :, k], rtol=0, atol=2e-8)
 
 
 def test_coordinate_hessians_match_finite_differences(tmp_path):

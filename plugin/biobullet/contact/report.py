@@ -1,13 +1,13 @@
-"""Restitution table and figures of the contact laws (for the README and for choosing a law).
+"""The contact laws tuned to a requested restitution, and their figures (for the README and for choosing a law).
 
-`restitution_table` measures, with the 1-DOF impact integrator, the effective coefficient of restitution each
-normal law actually delivers when asked for cr. For the Hunt–Crossley family the result depends on cr only
-(see `impact1d.hunt_crossley_family_restitution`); for Kelvin–Voigt the damping is set from the textbook
-(unclipped) formula ζ = −ln cr / √(π² + ln² cr), so the table shows what force clipping does to it.
+`make_normal_law` sets a law's damping for cr: the Hunt–Crossley family's depends on cr only (the effective
+restitution it delivers: `impact1d.hunt_crossley_family_restitution`); for Kelvin–Voigt the damping comes from the
+textbook (unclipped) formula ζ = −ln cr / √(π² + ln² cr), so force clipping changes what it delivers. The study
+`contact` (`biobullet_studies/contact.py`) measures each law's restitution in the engine against the 1-DOF oracle.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +16,6 @@ from biobullet.core.atomic import save_figure
 from biobullet.contact.base import FrictionLaw, NormalLaw
 from biobullet.contact.impact1d import kelvin_voigt_damping_ratio, simulate_impact
 from biobullet.contact.registry import get_normal_law
-
-DEFAULT_TABLE_LAWS: tuple[str, ...] = ("hunt_crossley", "flores", "hu_guo", "kelvin_voigt", "kelvin_voigt_smooth")
 
 
 def make_normal_law(name: str, cr: float, *, mass: float, stiffness: float,
@@ -30,26 +28,6 @@ def make_normal_law(name: str, cr: float, *, mass: float, stiffness: float,
     if name == "hertz":
         return cls(stiffness=stiffness, exponent=exponent)
     return cls(stiffness=stiffness, restitution=cr, exponent=exponent)
-
-
-def restitution_table(cr_values: Sequence[float] = (0.3, 0.5, 0.8, 0.95),
-                      laws: Iterable[str] = DEFAULT_TABLE_LAWS, m: float = 1.0, v: float = 1.0,
-                      K: float = 1.0e6, exponent: float = 1.5) -> dict[str, tuple[float, ...]]:
-    """Measured restitution per law name, aligned with `cr_values` (m [kg], v [m/s], K [N/m or N/m^n])."""
-    table: dict[str, tuple[float, ...]] = {}
-    for name in laws:
-        table[name] = tuple(simulate_impact(make_normal_law(name, cr, mass=m, stiffness=K, exponent=exponent),
-                                            mass=m, velocity=v, samples=2).restitution for cr in cr_values)
-    return table
-
-
-def format_restitution_table(table: Mapping[str, Sequence[float]],
-                             cr_values: Sequence[float] = (0.3, 0.5, 0.8, 0.95)) -> str:
-    """A Markdown table: one row per law, one column per requested cr."""
-    head = "| law | " + " | ".join(f"cr = {c:g}" for c in cr_values) + " |"
-    rule = "|---|" + "---|" * len(cr_values)
-    rows = [f"| {name} | " + " | ".join(f"{e:.4f}" for e in values) + " |" for name, values in table.items()]
-    return "\n".join([head, rule, *rows])
 
 
 def plot_hysteresis(path: str | Path, *, cr: float = 0.5,

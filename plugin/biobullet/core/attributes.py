@@ -314,8 +314,7 @@ def check_known_attributes(source: SourceRef | None, attributes: Mapping[str, An
 
 
 def check_count(source: SourceRef | None, key: str, items: list[str] | tuple[str, ...], *,
-                exactly: int | None = None, at_least: int | None = None, distinct: bool = True,
-                what: str = "input joint name(s)") -> None:
+                exactly: int | None = None, at_least: int | None = None, what: str = "input joint name(s)") -> None:
     """The number of names in a list attribute (and that none is repeated)."""
     n = len(items)
     if exactly is not None and n != exactly:
@@ -323,12 +322,11 @@ def check_count(source: SourceRef | None, key: str, items: list[str] | tuple[str
         raise error(source, key, f"got {n} ({shown(listed)})", f"exactly {exactly} {what}")
     if at_least is not None and n < at_least:
         raise error(source, key, f"got {n}", f"at least {at_least} {what}")
-    if distinct:
-        seen: set[str] = set()
-        for item in items:
-            if item in seen:
-                raise error(source, key, f"{shown(item)} is listed twice", f"distinct {what}")
-            seen.add(item)
+    seen: set[str] = set()
+    for item in items:
+        if item in seen:
+            raise error(source, key, f"{shown(item)} is listed twice", f"distinct {what}")
+        seen.add(item)
 
 
 __all__ = ["REQUIRED", "error", "source_of", "to_float", "number", "integer", "boolean", "choice", "text", "name",

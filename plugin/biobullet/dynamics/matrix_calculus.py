@@ -18,40 +18,15 @@ the paper's Lagrange form for holonomic coordinates; J_i is the pseudo-inertia �
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.spatial.rotations import quaternion_to_matrix, skew
+from biobullet.spatial.rotations import skew
 from biobullet.dynamics.formulation import Formulation, register_formulation
 
 
-@dataclass(frozen=True, eq=False)
-class _Static:
-    """Configuration-independent data of a model, computed once."""
-
-    parents: tuple[int, ...]
-    kinds: tuple[str, ...]
-    slots: tuple[int, ...]        # index of each body's joint coordinate in θ (−1 for the free base)
-    rotations: np.ndarray         # (nb, 3, 3) joint placement rotation in the parent at θ = 0
-    translations: np.ndarray      # (nb, 3)
-    axes: np.ndarray              # (nb, 3)
-    axis_skews: np.ndarray        # (nb, 3, 3) S(v) and S(v)² for Rodrigues
-    axis_skews2: np.ndarray
-    twists: np.ndarray            # (nb, 4, 4) Â_i
-    pseudo_inertias: np.ndarray   # (nb, 4, 4) J_i
-    mass_moments: np.ndarray      # (nb, 4) m_i [c_i; 1]
-    base_twists: np.ndarray       # (6, 4, 4) ξ̂_k, [linear; angular]
-    slot_index: np.ndarray        # slots with −1 replaced by 0 (masked), for vectorized gathers
-    joint_mask: np.ndarray        # (nb,) bool: revolute or prismatic
-    revolute_mask: np.ndarray
-    prismatic_mask: np.ndarray
-
-
-_EYE3 = np.eye(3)
-_STATIC = "matrix_calculus.static"   # key of `_static`'s result in `Model.derived`
 _TABLES = "matrix_calculus.tables"   # key of `_tables`' result in `Model.derived`
 
 
@@ -74,200 +49,29 @@ def twist_matrix(twist: np.ndarray) -> np.ndarray:
     return out
 
 
-def _static(model) -> _Static:
-    return model.derive(_STATIC, lambda: _build_static(model))
-
-
-def _build_static(model) -> _Static:
-    bodies = model.bodies
-    multi = [b.joint for b in bodies if b.multi_dof and b.joint]
-    if multi:
-        from biobullet.core.errors import ModelError
-        raise ModelError(f"formulation 'matrix_calculus' handles 1-DOF joints and a floating base only; joints "
-                         f"{', '.join(multi)} have several degrees of freedom", file=model.file,
-                         argument="formulation", expected="'reduced' or 'reduced_recursive' for this model")
-    offset = 7 if model.floating_base else 0
-    twists, skews = [], []
-    for body in bodies:
-        s = skew(body.axis)
-        skews.append(s)
-        if body.joint_type == "revolute":
-            twists.append(twist_matrix(np.concatenate([np.zeros(3), body.axis])))
-        elif body.joint_type == "prismatic":
-            twists.append(twist_matrix(np.concatenate([body.axis, np.zeros(3)])))
-        else:
-            twists.append(np.zeros((4, 4)))
-    skews_arr = np.array(skews).reshape(-1, 3, 3)
-    static = _Static(
-        parents=tuple(b.parent for b in bodies),
-        kinds=tuple(b.joint_type for b in bodies),
-        slots=tuple(b.q_index - offset if b.joint_type != "free" else -1 for b in bodies),
-        rotations=np.array([b.rotation for b in bodies]).reshape(-1, 3, 3),
-        translations=np.array([b.translation for b in bodies]).reshape(-1, 3),
-        axes=np.array([b.axis for b in bodies]).reshape(-1, 3),
-        axis_skews=skews_arr,
-        axis_skews2=skews_arr @ skews_arr,
-        twists=np.array(twists).reshape(-1, 4, 4),
-        pseudo_inertias=np.array([pseudo_inertia(b.mass, b.com, b.inertia_com) for b in bodies]).reshape(-1, 4, 4),
-        mass_moments=np.array([b.mass * np.append(b.com, 1.0) for b in bodies]).reshape(-1, 4),
-        base_twists=np.array([twist_matrix(e) for e in np.eye(6)]),
-        slot_index=np.array([max(b.q_index - offset, 0) for b in bodies], dtype=int),
-        joint_mask=np.array([b.joint_type != "free" for b in bodies], dtype=bool),
-        revolute_mask=np.array([b.joint_type == "revolute" for b in bodies], dtype=bool),
-        prismatic_mask=np.array([b.joint_type == "prismatic" for b in bodies], dtype=bool),
-    )
-    return static
-
-
-def _local_placements(static: _Static, theta: np.ndarray) -> np.ndarray:
-    """ᵖA⁴_i for every body (nb, 4, 4): R0 · (I + sinθ S(v) + 2 sin²(θ/2) S(v)²) for revolute joints, translation
-    p0 + R0 v θ for prismatic ones (identity for a free base, placed separately)."""
-    nb = len(static.parents)
-    # (a floating base without joints has an empty θ: its slot index 0 must still be readable)
-    values = np.where(static.joint_mask, (theta if theta.size else np.zeros(1))[static.slot_index], 0.0)
-    out = np.zeros((nb, 4, 4))
-    out[:, 3, 3] = 1.0
-    sines = np.where(static.revolute_mask, np.sin(values), 0.0)
-    versines = np.where(static.revolute_mask, 1.0 - np.cos(values), 0.0)
-    rodrigues = _EYE3 + sines[:, None, None] * static.axis_skews + versines[:, None, None] * static.axis_skews2
-    out[:, :3, :3] = static.rotations @ rodrigues
-    slides = np.where(static.prismatic_mask, values, 0.0)
-    out[:, :3, 3] = static.translations + np.einsum("iab,ib->ia", static.rotations, static.axes * slides[:, None])
-    return out
-
-
-def _right_multiply(stack: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """stack[..., :, :] @ matrix as one GEMM (numpy's batched 4×4 matmul loops are far slower)."""
-    return (stack.reshape(-1, 4) @ matrix).reshape(stack.shape)
-
-
-def matrix_derivatives(model, q: np.ndarray, t: float, *, second_order: bool = True
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Placements T (nb, 4, 4), first derivatives D (nb, n, 4, 4) and, if `second_order`, the full D'
-    (nb, n, n, 4, 4), else None; n = nv + 1 (time last). D[i, k] = ∂Ṫ_i/∂u_k. The paper-literal form, in numpy
-    (`full_second_derivatives=True`); the formulation's default contracts the same recursion with u ⊗ u as it goes,
-    compiled (`_contracted_py`)."""
-    static = _static(model)
-    q = np.asarray(q, dtype=float)
-    base_q, base_v = (7, 6) if model.floating_base else (0, 0)
-    theta, grad, hess = model.coordinate_map.evaluate_hessians(q[base_q:], t, with_hessian=second_order)
-    n = model.nv + 1
-    # joint jets over u: base speeds do not move joint coordinates, so their columns are zero
-    gradient = np.zeros((theta.size, n))
-    gradient[:, base_v:] = grad
-    nb = len(static.parents)
-    placements = np.empty((nb, 4, 4))
-    first = np.zeros((nb, n, 4, 4))
-    second = None
-    if second_order:
-        hessian = np.zeros((theta.size, n, n))
-        hessian[:, base_v:, base_v:] = hess
-        second = np.zeros((nb, n, n, 4, 4))
-    locals_ = _local_placements(static, theta)
-    for i in range(nb):
-        parent = static.parents[i]
-        if static.kinds[i] == "free":
-            t0 = np.eye(4)
-            t0[:3, :3] = quaternion_to_matrix(q[3:7])
-            t0[:3, 3] = q[:3]
-            placements[i] = t0
-            first[i, :6] = t0 @ static.base_twists
-            # d/dt (T_0 ξ̂_k) = T_0 ξ̂(v) ξ̂_k: the coefficient of v_k v_l is T_0 ξ̂_l ξ̂_k (not symmetric)
-            if second_order:
-                xi = static.base_twists
-                second[i, :6, :6] = t0 @ np.einsum("lab,kbc->klac", xi, xi)
-            continue
-        slot = static.slots[i]
-        local = locals_[i]
-        g = gradient[slot]
-        twist = static.twists[i]
-        if parent < 0:
-            t_i = local
-            carried = None  # D_p A_i = 0 on a fixed root
-        else:
-            t_i = placements[parent] @ local
-            carried = _right_multiply(first[parent], local)
-        placements[i] = t_i
-        t_twist = t_i @ twist
-        d_i = np.multiply.outer(g, t_twist)
-        if carried is not None:
-            d_i += carried
-        first[i] = d_i
-        if second_order:
-            # D'_i[k, l] = D'_p[k, l] A + D_i[k] Â g_l + D_p[l] A Â g_k + T_i Â H_kl
-            dd = np.multiply.outer(hessian[slot], t_twist)
-            dd += _right_multiply(d_i, twist)[:, None] * g[None, :, None, None]
-            if carried is not None:
-                dd += g[:, None, None, None] * _right_multiply(carried, twist)[None, :]
-                dd += _right_multiply(second[parent], local)
-            second[i] = dd
-    return placements, first, second
-
-
 @register_formulation
 class MatrixCalculusFormulation(Formulation):
-    """Paper 000's M, N, G. `full_second_derivatives=True` forms every D'_i before contracting (paper-literal,
-    O(nb·n²), numpy: `matrix_derivatives`); the default contracts the same recursion with u ⊗ u as it goes
-    (O(nb·n), identical numbers to ≈ 1e-15), compiled with the trace forms in one kernel (`_contracted_py`)."""
+    """Paper 000's M, N, G: the recursion of D_i contracted with u ⊗ u as it goes (O(nb·n)), compiled with the
+    trace forms in one kernel (`_contracted_py`)."""
 
     name = "matrix_calculus"
     description = "paper 000: Kronecker recursion of D_i = dB_i/dq and D'_i, pseudo-inertias, trace forms"
 
-    def __init__(self, *, full_second_derivatives: bool = False) -> None:
-        self.full_second_derivatives = full_second_derivatives
-
     def mass_matrix(self, model, q, t):
-        if not self.full_second_derivatives:   # (M does not depend on v)
-            return compiled_mass_and_bias(model, q, np.zeros(model.nv), t)[0]
-        _, first, _ = matrix_derivatives(model, q, t, second_order=False)
-        return self._mass(model, first, self._weighted(model, first))
+        return compiled_mass_and_bias(model, q, np.zeros(model.nv), t)[0]   # (M does not depend on v)
 
     def bias_forces(self, model, q, v, t):
-        if not self.full_second_derivatives:
-            return compiled_mass_and_bias(model, q, v, t)[1]
-        u = np.append(np.asarray(v, dtype=float), 1.0)
-        _, first, second = matrix_derivatives(model, q, t, second_order=True)
-        nb, n = second.shape[:2]
-        accel = (u @ (u @ second.reshape(nb, n, n, 16))).reshape(nb, 4, 4)
-        return self._bias(model, first, self._weighted(model, first), accel)
+        return compiled_mass_and_bias(model, q, v, t)[1]
 
     def mass_and_bias(self, model, q, v, t):
         """M and h from one compiled pass of the contracted recursion (≈ 20 µs on arm7; the numpy pass it replaced
         ≈ 120 µs, mostly Python's per-body overhead)."""
-        if self.full_second_derivatives:
-            return super().mass_and_bias(model, q, v, t)
         return compiled_mass_and_bias(model, q, v, t)
-
-    @staticmethod
-    def _mass(model, first: np.ndarray, weighted: np.ndarray) -> np.ndarray:
-        """M[j, k] = Σ_i tr(D_i[j] J_i D_i[k]ᵀ) (`weighted` = D_i[k] J_i): one GEMM over (body, row, column); row 4
-        of D is zero."""
-        nv, size = model.nv, first.shape[0] * 12
-        a = weighted[:, :nv, :3].transpose(1, 0, 2, 3).reshape(nv, size)
-        b = first[:, :nv, :3].transpose(1, 0, 2, 3).reshape(nv, size)
-        mass = a @ b.T
-        return 0.5 * (mass + mass.T)
-
-    @staticmethod
-    def _bias(model, first: np.ndarray, weighted: np.ndarray, accel: np.ndarray) -> np.ndarray:
-        """h = N − G from D_i, D_i J_i and the velocity-product accelerations T̈_i (v̇ = 0)."""
-        nv = model.nv
-        # N_j = Σ_i tr(D_i[j] J_i T̈_iᵀ) with T̈_i the velocity-product acceleration (v̇ = 0)
-        velocity_terms = np.einsum("ijab,iab->j", weighted[:, :nv, :3], accel[:, :3])
-        # G_j = Σ_i [g; 0]ᵀ D_i[j] m_i [c_i; 1]
-        g_h = np.append(model.gravity, 0.0)
-        gravity_terms = np.einsum("a,ijab,ib->j", g_h, first[:, :nv], _static(model).mass_moments)
-        return velocity_terms - gravity_terms
-
-    @staticmethod
-    def _weighted(model, first: np.ndarray) -> np.ndarray:
-        """D_i[k] J_i for every body and speed."""
-        return first @ _static(model).pseudo_inertias[:, None]
 
 
 # ------------------------------------------------------------------------------ the contracted recursion, compiled
 class _Tables(NamedTuple):
-    """`_Static` as the kernel's arrays (nb bodies)."""
+    """The configuration-independent data of a model as the kernel's arrays (nb bodies), built once."""
 
     parents: np.ndarray        # int64 (nb,)
     free: np.ndarray           # int64 (nb,): 1 for the floating base's free body
@@ -290,17 +94,30 @@ def _tables(model) -> _Tables:
 
 
 def _build_tables(model) -> _Tables:
-    static = _static(model)
+    bodies = model.bodies
+    multi = [b.joint for b in bodies if b.multi_dof and b.joint]
+    if multi:
+        from biobullet.core.errors import ModelError
+        raise ModelError(f"formulation 'matrix_calculus' handles 1-DOF joints and a floating base only; joints "
+                         f"{', '.join(multi)} have several degrees of freedom", file=model.file,
+                         argument="formulation", expected="'reduced' or 'reduced_recursive' for this model")
+    offset = 7 if model.floating_base else 0
+    twists = [twist_matrix(np.concatenate([np.zeros(3), b.axis])) if b.joint_type == "revolute"
+              else twist_matrix(np.concatenate([b.axis, np.zeros(3)])) if b.joint_type == "prismatic"
+              else np.zeros((4, 4)) for b in bodies]
+    skews = np.array([skew(b.axis) for b in bodies]).reshape(-1, 3, 3)
     ints = lambda values: np.ascontiguousarray(values, dtype=np.int64)   # noqa: E731
+    floats = lambda values, *shape: np.ascontiguousarray(np.array(values, dtype=float).reshape(-1, *shape))  # noqa: E731
     return _Tables(
-        parents=ints(static.parents), free=ints([kind == "free" for kind in static.kinds]),
-        revolute=ints(static.revolute_mask), slots=ints(static.slot_index),
-        rotations=np.ascontiguousarray(static.rotations, dtype=float),
-        translations=np.ascontiguousarray(static.translations, dtype=float),
-        axes=np.ascontiguousarray(static.axes, dtype=float), axis_skews=np.ascontiguousarray(static.axis_skews),
-        axis_skews2=np.ascontiguousarray(static.axis_skews2), twists=np.ascontiguousarray(static.twists),
-        pseudo_inertias=np.ascontiguousarray(static.pseudo_inertias),
-        mass_moments=np.ascontiguousarray(static.mass_moments), base_twists=np.ascontiguousarray(static.base_twists),
+        parents=ints([b.parent for b in bodies]), free=ints([b.joint_type == "free" for b in bodies]),
+        revolute=ints([b.joint_type == "revolute" for b in bodies]),
+        slots=ints([max(b.q_index - offset, 0) for b in bodies]),
+        rotations=floats([b.rotation for b in bodies], 3, 3), translations=floats([b.translation for b in bodies], 3),
+        axes=floats([b.axis for b in bodies], 3), axis_skews=np.ascontiguousarray(skews),
+        axis_skews2=np.ascontiguousarray(skews @ skews), twists=floats(twists, 4, 4),
+        pseudo_inertias=floats([pseudo_inertia(b.mass, b.com, b.inertia_com) for b in bodies], 4, 4),
+        mass_moments=floats([b.mass * np.append(b.com, 1.0) for b in bodies], 4),
+        base_twists=floats([twist_matrix(e) for e in np.eye(6)], 4, 4),
         gravity=np.append(np.asarray(model.gravity, dtype=float), 0.0))
 
 
@@ -316,8 +133,8 @@ def _product4_py(a, b, scale, out):
 
 def _contracted_py(tables, q, theta, gradient, rates, gammas, speeds):
     """(M, h) in one compiled pass: T_i, D_i[k] (k < n = nv + 1), Ṫ_i = Ṫ_p A + T_i Â θ̇ and the contraction
-    Σ_kl D'_i[k, l] u_k u_l = a_p A + Ṫ_i Â θ̇ + (Ṫ_p A) Â θ̇ + T_i Â γ (T̈_i at v̇ = 0), then the trace forms of
-    `MatrixCalculusFormulation._mass`, `_bias`. gradient: ∂θ/∂u (n_θ × n, zero base columns); rates θ̇ = g·u;
+    Σ_kl D'_i[k, l] u_k u_l = a_p A + Ṫ_i Â θ̇ + (Ṫ_p A) Â θ̇ + T_i Â γ (T̈_i at v̇ = 0), then the trace forms
+    M[j, k] = Σ_i tr(D_i[j] J_i D_i[k]ᵀ) and h = N − G of the module docstring. gradient: ∂θ/∂u (n_θ × n, zero base columns); rates θ̇ = g·u;
     gammas uᵀ H u."""
     nb, n = tables.parents.shape[0], speeds.shape[0]
     nv = n - 1

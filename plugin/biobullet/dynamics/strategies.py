@@ -11,9 +11,6 @@ system). A strategy is data — `Strategy.from_config({"name":, "vary": [input n
 "power", "weights": {name: w}, "epsilon": ε})`: "torque" W = diag(w); "power" W = diag(w·rate² + ε) with rate the
 joint angular velocity (torques), the point velocity along the force (forces) or the segment angular velocity
 (moments) — Δpower = Δinput × rate; ε (default 1e-6, in the inputs' units) keeps W positive where a rate vanishes.
-
-Optional Baumgarte terms (`gains=(α, β)`) feed back the prescribed quantity's error: target acceleration
-+ 2α (ṙ_des − ṙ) + β² (r_des − r); 0 on the prescribed path.
 """
 from __future__ import annotations
 
@@ -51,8 +48,8 @@ class Input(SystemRow):
 class Prescription(SystemRow):
     """A prescribed motion row. kind: "segment_angle" (link `target`, angle about world `axis`), "joint_angle"
     (hinge `target`), "point" (component along world `axis` of the position of `point` (link frame) of link
-    `target`). `trajectory(t)` → (value, rate, acceleration); without Baumgarte gains only the acceleration is
-    used (a prescribed point acceleration, eq. (5)), with gains the value and rate feed back as well."""
+    `target`). `trajectory(t)` → (value, rate, acceleration); the row prescribes the acceleration (a prescribed
+    point acceleration, eq. (5))."""
 
     trajectory: TrajectoryFunction
     axis: tuple[float, float, float] = (0.0, 1.0, 0.0)
@@ -81,14 +78,6 @@ class Strategy:
                              expected="none, torque or power")
         return cls(str(config.get("name", "strategy")), tuple(config["vary"]), objective,
                    dict(config.get("weights", {})), float(config.get("epsilon", 1e-6)))
-
-
-def segment_angle(R: np.ndarray, axis: np.ndarray) -> float:
-    """Planar angle (rad) of a rotation about `axis`: of the image of a fixed in-plane unit vector e₁."""
-    e1 = ls.perpendicular_pair(axis)[0]
-    e2 = np.cross(axis, e1)
-    image = R @ e1
-    return float(np.arctan2(image @ e2, image @ e1))
 
 
 class StrategySolver:
@@ -163,18 +152,17 @@ class StrategySolver:
         point = st.origins[b] + st.rotations[b] @ self._link_point(item.target, item.point)
         return float(d @ (st.com_velocity[i] + np.cross(st.omega[b], point - st.com[i])))
 
-    def prescription_row(self, system, item: Prescription, t: float, x, xd,
-                         gains: tuple[float, float] | None) -> tuple[np.ndarray, float]:
+    def prescription_row(self, system, item: Prescription, t: float) -> tuple[np.ndarray, float]:
         """(row over the system's unknowns, right-hand side) of one prescription."""
         lay, st, model, s = system.layout, system.state, self.model, self.structure
         row = np.zeros(lay.size)
-        value_des, rate_des, acc_des = item.trajectory(t)
+        acc_des = item.trajectory(t)[2]
         axis = np.asarray(item.axis, dtype=float)
         if item.kind == "segment_angle":
             i = s.segment(item.target)
             b = s.segments[i]
             row[lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = axis
-            value, rate, extra = segment_angle(st.rotations[b], axis), float(axis @ st.omega[b]), 0.0
+            extra = 0.0
         elif item.kind == "joint_angle":
             joint = s.joint(item.target)
             if joint.kind != "hinge":
@@ -185,8 +173,7 @@ class StrategySolver:
             row[lay.alpha + 3 * joint.child:lay.alpha + 3 * joint.child + 3] = u
             if joint.parent >= 0:
                 row[lay.alpha + 3 * joint.parent:lay.alpha + 3 * joint.parent + 3] = -u
-            k = model.joint_names.index(body.joint)
-            value, rate, extra = float(x[model.n_config - model.n_joints + k]), float(xd[body.v_index]), 0.0
+            extra = 0.0
         elif item.kind == "point":
             i = s.segment(item.target)
             b = s.segments[i]
@@ -195,22 +182,18 @@ class StrategySolver:
             r = point - st.com[i]
             row[3 * i:3 * i + 3] = axis
             row[lay.alpha + 3 * i:lay.alpha + 3 * i + 3] = np.cross(r, axis)
-            value = float(axis @ point)
-            rate = float(axis @ (st.com_velocity[i] + np.cross(w, r)))
             extra = float(axis @ np.cross(w, np.cross(w, r)))
         else:
             raise ModelError(f"prescription {item.name!r}: unknown kind {item.kind!r}", argument="prescriptions",
                              expected="segment_angle, joint_angle or point")
         target = acc_des - extra
-        if gains is not None:
-            target += 2.0 * gains[0] * (rate_des - rate) + gains[1] ** 2 * (value_des - value)
         if system.planar_basis is not None:
             row = row @ system.planar_basis[1]
         return row, target
 
     # ------------------------------------------------------------------ the solve
     def solve(self, q, v, t: float, base_inputs: Mapping[str, float], prescriptions: Sequence[Prescription] = (),
-              strategy: Strategy | None = None, *, gains: tuple[float, float] | None = None):
+              strategy: Strategy | None = None):
         """(v̇, Δ by input name, z (3D layout), system) at one instant."""
         model = self.model
         x, xd, _, _ = model.joint_state(q, v, 0.0)
@@ -234,7 +217,7 @@ class StrategySolver:
                                  expected="one of " + ", ".join(self.inputs))
             big[:n_z, n_z + c] = -self.input_column(system, name)
         for p, item in enumerate(prescriptions):
-            big[n_z + p, :n_z], rhs[n_z + p] = self.prescription_row(system, item, t, x, xd, gains)
+            big[n_z + p, :n_z], rhs[n_z + p] = self.prescription_row(system, item, t)
         if k == r:
             try:
                 y = np.linalg.solve(big, rhs)

@@ -52,11 +52,6 @@ def _compiled_with(function, callees, inline: bool = False, variant: str = "", n
     return jit.compiled(function, bind=bindings, inline=inline, variant=variant, nogil=nogil, nrt=nrt)
 
 
-def state_kernel():
-    """The compiled `state_into_py`."""
-    return jit.compiled(stages.state_into_py)
-
-
 def ltdl_kernel():
     """The compiled `ltdl_solve_py`."""
     return jit.compiled(stages.ltdl_solve_py)

@@ -42,27 +42,3 @@ def inverse_motion_transform(rotation: np.ndarray, translation: np.ndarray) -> n
     x[:3, 3:] = -rt @ skew(translation)
     x[3:, 3:] = rt
     return x
-
-
-def motion_cross(v: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """v × m for motion vectors: [ω × m_lin + v_lin × m_ang; ω × m_ang], written out on floats (three np.cross
-    calls cost ≈ 20 µs, most of the Python RNEA's time)."""
-    lx, ly, lz, wx, wy, wz = v.tolist()
-    ax, ay, az, bx, by, bz = m.tolist()
-    return np.array([(wy * az - wz * ay) + (ly * bz - lz * by), (wz * ax - wx * az) + (lz * bx - lx * bz),
-                     (wx * ay - wy * ax) + (lx * by - ly * bx), wy * bz - wz * by, wz * bx - wx * bz,
-                     wx * by - wy * bx])
-
-
-def force_cross(v: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """v ×* f for a motion vector v and a force vector f: [ω × f; ω × n + v_lin × f] (as `motion_cross`)."""
-    lx, ly, lz, wx, wy, wz = v.tolist()
-    fx, fy, fz, nx, ny, nz = f.tolist()
-    return np.array([wy * fz - wz * fy, wz * fx - wx * fz, wx * fy - wy * fx,
-                     (wy * nz - wz * ny) + (ly * fz - lz * fy), (wz * nx - wx * nz) + (lz * fx - lx * fz),
-                     (wx * ny - wy * nx) + (lx * fy - ly * fx)])
-
-
-def gravity_acceleration(gravity: np.ndarray) -> np.ndarray:
-    """The fictitious base acceleration −g that puts gravity into the recursions."""
-    return np.concatenate([-np.asarray(gravity, dtype=float), np.zeros(3)])
