@@ -1,0 +1,103 @@
+"""An independent probe of the code that landed in the twentieth session (6af066f^1..eba0b5c) on inputs its authors
+did not try: read-only element parameters (core/frozen.py), the loop resolver's fresh-start retry, validate's
+scales, the parameter bounds, the bridge's runtime-free entries, OpenSim's coordinate actuators. Each defect found
+is a test here that failed on main, against an independent oracle (a closed form, the reference engine).
+"""
+from __future__ import annotations
+
+import copy
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from biobullet import load_model
+from biobullet.contact.element import contact_elements
+from biobullet.forces import ForceElement, force_elements
+from engine_models import chain_urdf
+
+ROOT = Path(__file__).parents[2]
+
+
+# ------------------------------------------------ read-only parameters: arrays written in place
+#: a spring from the base to l2 (its attachment point xyz_b on l2) and a contact point on l2; j1 starts at 0.3 rad
+_ARRAY_ELEMENTS = (
+    '<spring name="sp" link_a="base" xyz_a="0 0.1 0" link_b="l2" xyz_b="0.25 0 0" stiffness="30" rest_length="0.2"/>'
+    '<contact name="tip" link="l2" xyz="0.5 0 0" normal_law="hunt_crossley" stiffness="1e5" restitution="0.8"/>'
+    '<initial joint="j1" position="0.3"/>')
+
+
+@pytest.fixture(scope="module")
+def array_model(tmp_path_factory):
+    path = Path(tmp_path_factory.mktemp("frozen_arrays")) / "chain.urdf"
+    path.write_text(chain_urdf([(0.5, 1.0, 0.25, 0.01)] * 2, extension=_ARRAY_ELEMENTS))
+    return load_model(path)
+
+
+def _spring_force_closed_form(x: np.ndarray) -> np.ndarray:
+    """τ of the file's spring (k 30 N/m, rest 0.2 m, from (0, 0.1, 0) on the base to (0.25, 0, 0) on l2) on the
+    planar chain about z (j1 at the base origin, j2 at 0.5 m along l1): τ_j = (r_b − p_j) × F · z, F = −k (ℓ − ℓ₀)
+    along base → b, written here from the geometry alone."""
+    a1, a2 = x[0], x[0] + x[1]
+    p2 = 0.5 * np.array([np.cos(a1), np.sin(a1)])
+    b = p2 + 0.25 * np.array([np.cos(a2), np.sin(a2)])
+    d = b - np.array([0.0, 0.1])
+    length = float(np.hypot(*d))
+    force = -30.0 * (length - 0.2) * d / length
+    cross = lambda r, f: r[0] * f[1] - r[1] * f[0]   # noqa: E731
+    return np.array([cross(b, force), cross(b - p2, force)])
+
+
+def test_element_arrays_cannot_be_written_in_place(array_model):
+    """On main `spring.xyz_b[0] = 0.05` (and `contact.xyz[...]`) was accepted — the assignment guard saw no
+    attribute assigned — and reached some paths only, the same split the guard exists for: with xyz_b 0.25 → 0.05
+    m written in place after a `Bridge` was built, `simulate` gave j1(0.2 s) = 0.262227 rad (the new point) while
+    that bridge gave 0.142336 (the file's). Now the element's arrays are read-only copies: the write raises, and
+    the spring's force stays the file's (closed form)."""
+    spring = next(e for e in force_elements(array_model) if e.name == "sp")
+    contact = next(iter(contact_elements(array_model)))
+    for array in (spring.xyz_a, spring.xyz_b, contact.xyz):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0.05
+    x = np.array([0.3, -0.4])
+    tau = spring.generalized_force(array_model, x, np.zeros(2), 0.0)
+    np.testing.assert_allclose(tau, _spring_force_closed_form(x), rtol=0, atol=1e-13)
+
+
+def test_copies_and_pickles_of_an_element_are_read_only_too(array_model):
+    """A copy, deep copy or pickle round trip of an element keeps its arrays read-only (on main a deep copy's and
+    an unpickled element's arrays were writable), and its force is the original's."""
+    spring = next(e for e in force_elements(array_model) if e.name == "sp")
+    x = np.array([0.3, -0.4])
+    for twin in (copy.copy(spring), copy.deepcopy(spring), pickle.loads(pickle.dumps(spring))):
+        with pytest.raises(ValueError, match="read-only"):
+            twin.xyz_b[0] = 0.05
+        np.testing.assert_allclose(twin.generalized_force(array_model, x, np.zeros(2), 0.0),
+                                   _spring_force_closed_form(x), rtol=0, atol=1e-13)
+
+
+def test_a_caller_s_array_stays_the_caller_s():
+    """Freezing copies: a third party's element that keeps the array its caller handed it (no copy of its own)
+    gets a read-only copy, and the caller's array stays writable and the caller's."""
+    class Pusher(ForceElement):   # a plug-in element written by a user
+        tag = "pusher"
+
+        def __init__(self, name: str, gains: np.ndarray) -> None:
+            super().__init__(name)
+            self.gains = gains
+
+        @classmethod
+        def from_description(cls, model, element):
+            raise NotImplementedError
+
+        def generalized_force(self, model, x, xd, t, placements=None):
+            return -self.gains * np.asarray(xd, dtype=float)
+
+    gains = np.array([2.0, 3.0])
+    pusher = Pusher("push", gains)
+    gains[0] = 5.0
+    assert gains.flags.writeable and pusher.gains.tolist() == [2.0, 3.0]
+    with pytest.raises(ValueError, match="read-only"):
+        pusher.gains[1] = 7.0
+    np.testing.assert_array_equal(pusher.generalized_force(None, np.zeros(2), np.ones(2), 0.0), [-2.0, -3.0])
