@@ -15,9 +15,11 @@ import pytest
 from biobullet import load_model
 from biobullet.contact.element import contact_elements
 from biobullet.forces import ForceElement, force_elements
+from biobullet.integrate import simulate
 from engine_models import chain_urdf
 
 ROOT = Path(__file__).parents[2]
+pin = pytest.importorskip("pinocchio")
 
 
 # ------------------------------------------------ read-only parameters: arrays written in place
@@ -101,3 +103,44 @@ def test_a_caller_s_array_stays_the_caller_s():
     with pytest.raises(ValueError, match="read-only"):
         pusher.gains[1] = 7.0
     np.testing.assert_array_equal(pusher.generalized_force(None, np.zeros(2), np.ones(2), 0.0), [-2.0, -3.0])
+
+
+# ------------------------------------------------ loop anchor: the declared initial configuration, not the first call
+KNEE = ROOT / "urdf" / "fourbar_knee.urdf"
+
+
+def _knee_residual(model, x: np.ndarray) -> float:
+    """|Φ| of the knee's loop at the joint angles x: point C on the anterior link minus C on the shank, in the
+    sagittal plane, from Pinocchio's forward kinematics of the file (independent of biobullet's loop rows)."""
+    pin_model = pin.buildModelFromUrdf(str(KNEE))
+    data = pin_model.createData()
+    q = np.zeros(pin_model.nq)
+    for name, value in zip(model.joint_names, x):   # (continuous joints: Pinocchio's (cos, sin) pair)
+        at = pin_model.joints[pin_model.getJointId(name)].idx_q
+        q[at:at + 2] = np.cos(value), np.sin(value)
+    pin.forwardKinematics(pin_model, data, q)
+    pin.updateFramePlacements(pin_model, data)
+    points = [data.oMf[pin_model.getFrameId(link)].act(np.array(xyz))
+              for link, xyz in (("anterior_link", (0.019, 0.0, -0.083)), ("shank", (0.034, 0.0, 0.009)))]
+    return float(np.linalg.norm((points[0] - points[1])[[0, 2]]))
+
+
+def test_a_first_call_far_away_does_not_move_simulate_to_the_other_assembly_mode():
+    """The loop resolver's anchor — documented as the model's declared initial configuration, from which every new
+    workspace starts — was the first state solved, by a plain Newton from the initial guess. The bundled four-bar
+    knee's first call at knee_A = 2.25 rad lands on its other assembly mode (knee_D = −3.088, where 2.0 and 2.5 rad
+    give −0.282 and −0.045), and on main `simulate(model, 0.2)` afterwards started from knee_D = −2.3008,
+    knee_B = 0.7733 — not the file's <initial> (all three 0, which close the loop) — and reached knee_A(0.2 s) =
+    0.4979 rad instead of 0.0387. Now the anchor is solved at the declared configuration after the first call (whose
+    answer, a fresh model's, is kept): the run starts at the file's initial state (Pinocchio: the loop closes there)
+    and is the fresh model's run."""
+    model = load_model(KNEE)
+    x_far = model.joint_state(np.array([2.25]), np.zeros(1))[0]
+    assert _knee_residual(model, x_far) <= 1e-12
+    after = simulate(model, 0.2, progress=False, t_eval=[0.0, 0.2])
+    start = np.array([after.column(name)[0] for name in model.joint_names])
+    np.testing.assert_allclose(start, 0.0, rtol=0, atol=1e-12)   # the file's <initial>
+    assert _knee_residual(model, start) <= 1e-12
+    fresh = simulate(load_model(KNEE), 0.2, progress=False, t_eval=[0.0, 0.2])
+    for name in model.joint_names:
+        assert after.column(name)[-1] == pytest.approx(fresh.column(name)[-1], abs=1e-9), name
