@@ -144,3 +144,22 @@ def test_a_first_call_far_away_does_not_move_simulate_to_the_other_assembly_mode
     fresh = simulate(load_model(KNEE), 0.2, progress=False, t_eval=[0.0, 0.2])
     for name in model.joint_names:
         assert after.column(name)[-1] == pytest.approx(fresh.column(name)[-1], abs=1e-9), name
+
+
+def test_a_fresh_start_retry_that_changes_the_assembly_mode_is_announced():
+    """`LoopResolver.fresh_retry`: a warm-started solve that fails is solved from the model's initial guess. The
+    four-bar knee brought onto its other assembly mode (first call at knee_A = 2.25 rad, then down to 1 rad in
+    0.05 rad steps: knee_D = −2.387) and called at the same physical input wrapped by 200 turns (1 + 400π rad:
+    the continuation would need 12,566 substeps, over its budget) came back on the declared mode (knee_D =
+    −0.382) on main without a word. Both are closed configurations (Pinocchio's kinematics of the file), at the
+    same crank angle, more than 1 rad apart in knee_D: another branch. Now the retry warns."""
+    model = load_model(KNEE)
+    for angle in np.arange(2.25, 0.99, -0.05):
+        other = model.joint_state(np.array([angle]), np.zeros(1))[0]
+    assert other[0] == pytest.approx(1.0, abs=1e-12) and _knee_residual(model, other) <= 1e-12
+    with pytest.warns(UserWarning, match="another assembly mode") as said:
+        wrapped = model.joint_state(np.array([1.0 + 400.0 * np.pi]), np.zeros(1))[0]
+    assert [w.category.__name__ for w in said] == ["LoopBranchWarning"] and "knee_C" in str(said[0].message)
+    unwrapped = np.array([1.0, *wrapped[1:]])
+    assert _knee_residual(model, unwrapped) <= 1e-12
+    assert abs(unwrapped[1] - other[1]) > 1.0   # the branch changed: what the warning says

@@ -9,13 +9,14 @@ floating base is held at the identity here (the base never becomes dependent).
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError, clean_message
 from biobullet.constraints.loops import (Loop, VectorLoops, joint_layout_tree, loop_supports, loop_terms,
                                          parse_loops)
 from biobullet.constraints.loop_kernels import pack_loop_rows
@@ -35,6 +36,11 @@ _STOPPED = {ITERATION_LIMIT: "iteration limit", ZERO_STEP: "the Newton step is z
             NO_DESCENT: "no descent along the Newton direction",
             LEFT_REACH: f"left the ±{NEWTON_REACH:.3g} neighbourhood of the prediction"}
 
+
+
+class LoopBranchWarning(UserWarning):
+    """A loop solve that failed from the last solution was solved from the model's initial guess: the result may be
+    on another branch (assembly mode) than the last solution (`LoopResolver.solve`)."""
 
 
 class _NeedsContinuation(Exception):
@@ -189,7 +195,9 @@ class LoopResolver:
         start a fresh model uses — Newton from the declared initial guess of the dependent joints at these inputs,
         the same tolerance and ±NEWTON_REACH rule — before it is refused: a state a fresh model solves is solved
         after any history. Where both would converge, the warm start's solution is returned (branch continuity).
-        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised. Inside
+        A retried solve warns (`LoopBranchWarning`): its branch is the fresh start's, not necessarily the last
+        solution's. Refused by both, the warm start is left as the warm attempt left it and that attempt's error is
+        raised. Inside
         an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
         """
         target = theta[self._kn]
@@ -207,10 +215,19 @@ class LoopResolver:
             theta[self._kn] = target    # (a failed continuation leaves a substep's inputs)
             self._record.valid[self._k] = 0.0   # `_guess`: the initial guess
             try:
-                return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+                solved = self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
             except SolverError:
                 self._record.values[:] = kept
                 raise error from None
+            # (said: the fresh start picks the branch nearest the initial guess, which need not be the last
+            # solution's — the four-bar knee on its other assembly mode at knee_A = 1 rad, called at 1 + 400π rad,
+            # came back on the declared one)
+            warnings.warn(clean_message(
+                f"{self._which()}: the loop solve from the last solution failed there (a jump beyond the "
+                f"continuation's budget, or no convergence); solved from the model's initial guess instead, which may "
+                f"be on another assembly mode (branch) than the last solution — at " + self._state_text(theta, t)),
+                LoopBranchWarning, stacklevel=2)
+            return solved
 
     def _anchor_declared(self, theta: np.ndarray, t: float) -> None:
         """After the model's first solve: the anchor — the solution every new workspace continues from — is the
