@@ -14,7 +14,7 @@ import pytest
 
 from biobullet import load_model
 from biobullet.contact.element import contact_elements
-from biobullet.forces import ForceElement, force_elements
+from biobullet.forces import force_elements
 from biobullet.integrate import simulate
 from engine_models import chain_urdf
 
@@ -79,30 +79,20 @@ def test_copies_and_pickles_of_an_element_are_read_only_too(array_model):
                                    _spring_force_closed_form(x), rtol=0, atol=1e-13)
 
 
-def test_a_caller_s_array_stays_the_caller_s():
-    """Freezing copies: a third party's element that keeps the array its caller handed it (no copy of its own)
-    gets a read-only copy, and the caller's array stays writable and the caller's."""
-    class Pusher(ForceElement):   # a plug-in element written by a user
-        tag = "pusher"
-
-        def __init__(self, name: str, gains: np.ndarray) -> None:
-            super().__init__(name)
-            self.gains = gains
-
-        @classmethod
-        def from_description(cls, model, element):
-            raise NotImplementedError
-
-        def generalized_force(self, model, x, xd, t, placements=None):
-            return -self.gains * np.asarray(xd, dtype=float)
-
-    gains = np.array([2.0, 3.0])
-    pusher = Pusher("push", gains)
-    gains[0] = 5.0
-    assert gains.flags.writeable and pusher.gains.tolist() == [2.0, 3.0]
+def test_a_joint_function_s_coefficients_cannot_be_written_in_place():
+    """A Fourier driver's `a` and `b` (public arrays): on main `function.a[0] = 5.0` was accepted and silently
+    ignored (every path evaluates the series from the tuple packed at construction). Now the write raises and the
+    value is the closed form of the constructor's coefficients: θ(t) = a0 + a1 cos(2πt/T) + b1 sin(2πt/T)."""
+    from biobullet.functions.fourier import FourierFunction
+    coefficients = np.array([0.5])
+    function = FourierFunction(1.2, 0.1, coefficients, [0.2])
     with pytest.raises(ValueError, match="read-only"):
-        pusher.gains[1] = 7.0
-    np.testing.assert_array_equal(pusher.generalized_force(None, np.zeros(2), np.ones(2), 0.0), [-2.0, -3.0])
+        function.a[0] = 5.0
+    coefficients[0] = 7.0   # the caller's array stays the caller's (the element keeps its own copy)
+    t = 0.37
+    phase = 2.0 * np.pi * t / 1.2
+    assert function.value(np.zeros(0), t) == pytest.approx(0.1 + 0.5 * np.cos(phase) + 0.2 * np.sin(phase),
+                                                           abs=1e-15)
 
 
 # ------------------------------------------------ loop anchor: the declared initial configuration, not the first call
