@@ -74,8 +74,8 @@ class LoopResolver:
         self._kn = np.array(self.known, dtype=np.intp)
         self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
-        #: θ_known of the declared initial configuration (<initial>, 0 where none): the anchor is solved there
-        #: (`_anchor_declared`)
+        #: θ_known of the declared initial configuration (<initial>, 0 where none; None where a joint function
+        #: drives an input): the anchor is solved there (`_anchor_declared`)
         self._initial_known = None if initial_known is None else np.array(initial_known, dtype=float)
         self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
         self._warm_fresh = False        # the warm start was set by the last solve
@@ -196,16 +196,26 @@ class LoopResolver:
         the same tolerance and ±NEWTON_REACH rule — before it is refused: a state a fresh model solves is solved
         after any history. Where both would converge, the warm start's solution is returned (branch continuity).
         A retried solve warns (`LoopBranchWarning`): its branch is the fresh start's, not necessarily the last
-        solution's. Refused by both, the warm start is left as the warm attempt left it and that attempt's error is
+        solution's. A fresh model's first solve is that Newton from the initial guess; where it fails, the state
+        is continued from the declared initial configuration (solved there: the anchor, `_anchor_declared`). Refused by both, the warm start is left as the warm attempt left it and that attempt's error is
         raised. Inside
         an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
         """
         target = theta[self._kn]
-        if self._anchor is None:   # (a fresh model: nothing to retry)
+        if self._anchor is None:   # a fresh model: Newton from the initial guess, else continued from <initial>
             try:
-                return self._solve_warm(theta, t, target, check_singular)
-            finally:
+                solved = self._solve_warm(theta, t, target, check_singular)
+            except SolverError as error:
+                theta[self._kn] = target
                 self._anchor_declared(theta, t)
+                if self._anchor is None:
+                    raise
+                try:   # (the squeezer's first call at β = 4 rad failed here, and succeeded once anchored)
+                    return self._solve_warm(theta, t, target, check_singular)
+                except SolverError:
+                    raise error from None
+            self._anchor_declared(theta, t)
+            return solved
         if not self.fresh_retry:
             return self._solve_warm(theta, t, target, check_singular)
         try:
@@ -537,10 +547,13 @@ def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | 
                                   "<coordinates> nor driven by a function")
     initial = {i.joint: i.position for i in description.initial if i.position is not None}
     guess = [initial.get(model.joint_names[k], 0.0) for k in implicit]
-    declared_known = [initial.get(model.joint_names[k], 0.0) for k in known]
+    # the declared configuration of the loops' inputs where they are all independent coordinates (a joint
+    # function's output has no declared value of its own: then the first solution stays the anchor)
+    driven = any(model.joint_names[k] in dependent for k in known)
+    declared_known = None if driven else np.array([initial.get(model.joint_names[k], 0.0) for k in known])
     revolute = [model.bodies[[b.joint for b in model.bodies].index(model.joint_names[k])].joint_type == "revolute"
                 for k in implicit]
     resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute),
-                            np.array(declared_known))
+                            declared_known)
     return resolver, set(implicit)
 
