@@ -197,9 +197,9 @@ class LoopResolver:
         after any history. Where both would converge, the warm start's solution is returned (branch continuity).
         A retried solve warns (`LoopBranchWarning`): its branch is the fresh start's, not necessarily the last
         solution's. A fresh model's first solve is that Newton from the initial guess; where it fails, the state
-        is continued from the declared initial configuration (solved there: the anchor, `_anchor_declared`). Refused by both, the warm start is left as the warm attempt left it and that attempt's error is
-        raised. Inside
-        an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
+        is continued from the declared initial configuration (solved there: the anchor, `_anchor_declared`).
+        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised.
+        Inside an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
         """
         target = theta[self._kn]
         if self._anchor is None:   # a fresh model: Newton from the initial guess, else continued from <initial>
