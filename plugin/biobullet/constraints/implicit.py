@@ -9,13 +9,14 @@ floating base is held at the identity here (the base never becomes dependent).
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from contextlib import contextmanager
 
 import numpy as np
 
 from biobullet.core import jit
-from biobullet.core.errors import ModelError, SolverError
+from biobullet.core.errors import ModelError, SolverError, clean_message
 from biobullet.constraints.loops import (Loop, VectorLoops, joint_layout_tree, loop_supports, loop_terms,
                                          parse_loops)
 from biobullet.constraints.loop_kernels import pack_loop_rows
@@ -37,6 +38,11 @@ _STOPPED = {ITERATION_LIMIT: "iteration limit", ZERO_STEP: "the Newton step is z
 
 
 
+class LoopBranchWarning(UserWarning):
+    """A loop solve that failed from the last solution was solved from the model's initial guess: the result may be
+    on another branch (assembly mode) than the last solution (`LoopResolver.solve`)."""
+
+
 class _NeedsContinuation(Exception):
     """The prediction is too far from the solution for a direct Newton solve (internal)."""
 
@@ -49,14 +55,16 @@ class LoopResolver:
     that it continues along the branch it is on; this is a cache for speed and branch continuity, not model
     state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
     of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
-    continue each other's branch). The model's first solution (its declared initial configuration) is the
-    resolver's own: continuation starts there when it is nearer than the warm start. A warm-started solve that
+    continue each other's branch). The model's solution at its declared initial configuration (solved there after
+    a first call at other inputs: `_anchor_declared`) is the resolver's own: continuation starts there when it is
+    nearer than the warm start. A warm-started solve that
     fails is retried from a fresh model's start before it is refused (`solve`): the warm start decides the branch,
     never whether a state is solved.
     """
 
     def __init__(self, model, loops: tuple[Loop, ...], dependent: tuple[int, ...], known: tuple[int, ...],
-                 initial_guess: np.ndarray, revolute: np.ndarray) -> None:
+                 initial_guess: np.ndarray, revolute: np.ndarray, initial_known: np.ndarray | None = None
+                 ) -> None:
         self._model = weakref.ref(model)  # the model owns this resolver: no reference cycle
         self.loops = loops
         self.outputs = tuple(dependent)
@@ -66,6 +74,9 @@ class LoopResolver:
         self._kn = np.array(self.known, dtype=np.intp)
         self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
+        #: θ_known of the declared initial configuration (<initial>, 0 where none; None where a joint function
+        #: drives an input): the anchor is solved there (`_anchor_declared`)
+        self._initial_known = None if initial_known is None else np.array(initial_known, dtype=float)
         self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
         self._warm_fresh = False        # the warm start was set by the last solve
         self._anchor: tuple | None = None   # (θ_known, θ_dep, sensitivity, condition) of the first solution
@@ -184,11 +195,28 @@ class LoopResolver:
         start a fresh model uses — Newton from the declared initial guess of the dependent joints at these inputs,
         the same tolerance and ±NEWTON_REACH rule — before it is refused: a state a fresh model solves is solved
         after any history. Where both would converge, the warm start's solution is returned (branch continuity).
-        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised. Inside
-        an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
+        A retried solve warns (`LoopBranchWarning`): its branch is the fresh start's, not necessarily the last
+        solution's. A fresh model's first solve is that Newton from the initial guess; where it fails, the state
+        is continued from the declared initial configuration (solved there: the anchor, `_anchor_declared`).
+        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised.
+        Inside an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
         """
         target = theta[self._kn]
-        if not self.fresh_retry or not self._valid and self._anchor is None:   # (a fresh model: nothing to retry)
+        if self._anchor is None:   # a fresh model: Newton from the initial guess, else continued from <initial>
+            try:
+                solved = self._solve_warm(theta, t, target, check_singular)
+            except SolverError as error:
+                theta[self._kn] = target
+                self._anchor_declared(theta, t)
+                if self._anchor is None:
+                    raise
+                try:   # (the squeezer's first call at β = 4 rad failed here, and succeeded once anchored)
+                    return self._solve_warm(theta, t, target, check_singular)
+                except SolverError:
+                    raise error from None
+            self._anchor_declared(theta, t)
+            return solved
+        if not self.fresh_retry:
             return self._solve_warm(theta, t, target, check_singular)
         try:
             return self._solve_warm(theta, t, target, check_singular)
@@ -197,10 +225,42 @@ class LoopResolver:
             theta[self._kn] = target    # (a failed continuation leaves a substep's inputs)
             self._record.valid[self._k] = 0.0   # `_guess`: the initial guess
             try:
-                return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+                solved = self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
             except SolverError:
                 self._record.values[:] = kept
                 raise error from None
+            # (said: the fresh start picks the branch nearest the initial guess, which need not be the last
+            # solution's — the four-bar knee on its other assembly mode at knee_A = 1 rad, called at 1 + 400π rad,
+            # came back on the declared one)
+            warnings.warn(clean_message(
+                f"{self._which()}: the loop solve from the last solution failed there (a jump beyond the "
+                f"continuation's budget, or no convergence); solved from the model's initial guess instead, which may "
+                f"be on another assembly mode (branch) than the last solution — at " + self._state_text(theta, t)),
+                LoopBranchWarning, stacklevel=2)
+            return solved
+
+    def _anchor_declared(self, theta: np.ndarray, t: float) -> None:
+        """After the model's first solve: the anchor — the solution every new workspace continues from — is the
+        solution at the declared initial configuration (<initial>), solved there from the initial guess, not the
+        first solution wherever it was asked. A first call at far inputs can land on another assembly mode (the
+        four-bar knee's at knee_A = 2.25 rad does, as a fresh model's answer there), and as the anchor that solution
+        started every later run: `simulate` from the declared configuration ran on the other branch. The first
+        solve's result and warm start are kept; where the declared configuration does not close, the first
+        solution stays the anchor."""
+        if self._initial_known is None or self._anchor is not None and np.array_equal(self._anchor[0],
+                                                                                       self._initial_known):
+            return
+        declared = theta.copy()
+        declared[self._kn] = self._initial_known
+        kept, anchor = self._record.values.copy(), self._anchor
+        self._anchor = None
+        self._record.valid[self._k] = 0.0   # (`_guess`: the initial guess)
+        try:
+            self._finish(declared, t, *self._newton(declared, t), check_singular=False)   # (sets the anchor)
+        except SolverError:
+            self._anchor = anchor
+        self._record.values[:] = kept
+        self.use_warm(self._record, self._k)   # (the anchor into the record)
 
     def _solve_warm(self, theta: np.ndarray, t: float, target: np.ndarray, check_singular: bool
                     ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -487,8 +547,13 @@ def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | 
                                   "<coordinates> nor driven by a function")
     initial = {i.joint: i.position for i in description.initial if i.position is not None}
     guess = [initial.get(model.joint_names[k], 0.0) for k in implicit]
+    # the declared configuration of the loops' inputs where they are all independent coordinates (a joint
+    # function's output has no declared value of its own: then the first solution stays the anchor)
+    driven = any(model.joint_names[k] in dependent for k in known)
+    declared_known = None if driven else np.array([initial.get(model.joint_names[k], 0.0) for k in known])
     revolute = [model.bodies[[b.joint for b in model.bodies].index(model.joint_names[k])].joint_type == "revolute"
                 for k in implicit]
-    resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
+    resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute),
+                            declared_known)
     return resolver, set(implicit)
 

@@ -7,12 +7,18 @@ changed after load was therefore taken by some paths and silently ignored by oth
 2 → 50 N·m/rad changed `simulate` and left `Bridge.step` on the old value). So assigning (or deleting) a public
 attribute of a constructed element raises `FrozenParameterError`, which names the element and the attribute and
 says what to do instead. Attributes whose names start with "_" stay writable: an element's own per-run caches.
+A public numpy array attribute (a spring's attachment point, a contact's point, a Fourier function's coefficients)
+is replaced at freezing by a read-only copy, so writing into it in place (`spring.xyz_b[0] = ...`) raises numpy's
+"assignment destination is read-only" instead of reaching `simulate` and not a bridge built before; a copy or
+pickle of an element is frozen the same way (`__setstate__`).
 The library's own setup after construction (numbering a default name) goes through `set_parameter`.
 """
 from __future__ import annotations
 
 from abc import ABCMeta
 from typing import Any
+
+import numpy as np
 
 from biobullet.core.errors import ModelError
 
@@ -34,8 +40,19 @@ class FrozenAfterInit(ABCMeta):
 
     def __call__(cls, *args: Any, **kwargs: Any):
         instance = super().__call__(*args, **kwargs)
-        object.__setattr__(instance, _FROZEN, True)
+        _freeze(instance)
         return instance
+
+
+def _freeze(instance: Any) -> None:
+    """Set the frozen flag and make every public array attribute a read-only copy (a caller's array passed to the
+    constructor stays writable: only the element's own copy is locked)."""
+    for attribute, value in list(vars(instance).items()):
+        if not attribute.startswith("_") and isinstance(value, np.ndarray) and value.flags.writeable:
+            locked = value.copy()
+            locked.flags.writeable = False
+            object.__setattr__(instance, attribute, locked)
+    object.__setattr__(instance, _FROZEN, True)
 
 
 class FrozenParameters(metaclass=FrozenAfterInit):
@@ -62,6 +79,12 @@ class FrozenParameters(metaclass=FrozenAfterInit):
     def __delattr__(self, attribute: str) -> None:
         self._refuse(attribute)
         object.__delattr__(self, attribute)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """copy / deepcopy / pickle: the state as saved, frozen again (an unpickled array is writable)."""
+        self.__dict__.update(state)
+        if state.get(_FROZEN, False):
+            _freeze(self)
 
 
 def set_parameter(element: FrozenParameters, attribute: str, value: Any) -> None:
