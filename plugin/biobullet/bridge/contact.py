@@ -105,8 +105,11 @@ OUTSIDE_QUERY_DISTANCE = 1.0e4
 MATCH_TOLERANCE = 1.0e-9
 #: smallest radius of a query sphere [m] (a point contact is queried as a sphere of this radius, δ corrected)
 QUERY_RADIUS = 1.0e-3
-#: per client: query bodies (planes, spheres) of every bridge — never part of another bridge's scene
-QUERY_OBJECTS: dict[int, set[int]] = {}
+#: user-data key marking a query body (plane, sphere) of a bridge — never part of any bridge's scene. The mark lives
+#: on the body in PyBullet, not in a table of ids here: PyBullet gives a removed body's id, and a disconnected
+#: client's id, to the next one created, and `resetSimulation` clears every body at once, so an id once a query
+#: object's may be a user's box in the next episode (before: that box was skipped, and a ball fell through it)
+QUERY_KEY = "biobullet.query"
 #: switched friction chatters on the bridge once its slide reversed this many times in a row, each within
 #: `contact.kernels.CHATTER_GAP` steps of the last (`BridgeContacts._watch_chatter`; a stuck block on an incline
 #: reverses twice every ~9 steps, a rolling ball every step)
@@ -171,7 +174,8 @@ class BridgeContacts:
         grounds = set(self._own_grounds) | ({int(ground_body)} if ground_body is not None else set())
         for ground in sorted(grounds):
             self.disable_rigid_contact(ground)
-        QUERY_OBJECTS.setdefault(bridge.client, set()).update(self._own_grounds)
+        for plane in self._own_grounds:
+            self._mark_query(plane)
         if self.scene:
             self._set_up_sources()
             self._scan_scene()
@@ -286,10 +290,9 @@ class BridgeContacts:
     def close(self) -> None:
         """Remove the ground planes this object created (a client the bridge owns is closed by the bridge)."""
         p, c = self.bridge.pybullet, self.bridge.client
-        owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[1] == -1]
+        owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[0] != self.bridge.body]
         self._own_grounds, self._sources = [], [None] * len(self.contacts)
         for body in owned:
-            QUERY_OBJECTS.get(c, set()).discard(body)
             try:
                 p.removeBody(body, physicsClientId=c)
             except p.error:
@@ -582,7 +585,6 @@ class BridgeContacts:
     def _set_up_sources(self) -> None:
         """Per contact: its link's collision sphere (offset 0) or a query sphere body (offset r_query − r)."""
         p, c = self.bridge.pybullet, self.bridge.client
-        objects = QUERY_OBJECTS.setdefault(c, set())
         for k, contact in enumerate(self.contacts):
             index, reason = self._collision_sphere(contact)
             if reason is None:
@@ -592,26 +594,38 @@ class BridgeContacts:
             shape = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=c)
             sphere = p.createMultiBody(0, shape, basePosition=[0.0, 0.0, -1e6], physicsClientId=c)
             p.setCollisionFilterGroupMask(sphere, -1, 0, 0, physicsClientId=c)
-            objects.add(sphere)
+            self._mark_query(sphere)
             self._sources[k] = (sphere, -1, radius - contact.radius)
 
+    def _mark_query(self, body: int) -> None:
+        """Mark `body` as a query object of a bridge (`QUERY_KEY`): no bridge takes it for a scene body."""
+        self.bridge.pybullet.addUserData(body, QUERY_KEY, "1", physicsClientId=self.bridge.client)
+
     def _scan_scene(self) -> None:
-        """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed)."""
+        """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed). A body removed
+        is forgotten with its pairs' states: PyBullet gives its id to the next body created, which is scanned as
+        new (before, an id once seen was never scanned again: a box put where a removed one had been was no scene
+        body, and its PyBullet contact stayed switched off by the pair filter set for the old one)."""
         p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
         count = p.getNumBodies(physicsClientId=c)
         if count == self._n_bodies:
             return
         self._n_bodies = count
-        excluded = QUERY_OBJECTS.get(c, set()) | {body} | set(self._own_grounds)
+        excluded = {body} | set(self._own_grounds)
         if self._ground_body is not None:
             excluded.add(self._ground_body)
         links = sorted({self.bridge.map.link_index[k.link] for k in self.contacts
                         if k.link in self.bridge.map.link_index})
         current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
         self._scene = [b for b in self._scene if b in current]
+        self._seen &= current
+        for key in [key for key in self._pairs if key[1] not in current]:
+            del self._pairs[key]
+            self._touching.discard(key)
+        self._double_named &= current
         for other in sorted(current - self._seen):
             self._seen.add(other)
-            if other in excluded:
+            if other in excluded or p.getUserDataId(other, QUERY_KEY, physicsClientId=c) >= 0:
                 continue
             self._scene.append(other)
             for link in links:                  # PyBullet's rigid contact off on every link of the other body
@@ -631,14 +645,13 @@ class BridgeContacts:
             rotation, origin = frame_placement(model, x, contact.link, placements)
             centre = rotation @ contact.xyz + origin
             body, link, offset = source
-            if link == -1:
+            if body != self.bridge.body:   # a query sphere (the model's own base link is link −1 too: not moved)
                 p.resetBasePositionAndOrientation(body, centre.tolist(), [0.0, 0.0, 0.0, 1.0], physicsClientId=c)
             distance = OUTSIDE_QUERY_DISTANCE if contact.normal_law.acts_outside_contact else self.query_distance
             for other in self._scene:
                 stale = True   # the other body's link transforms are PyBullet's cached ones (see `_point_velocity`)
                 nearest: dict[int, tuple] = {}
-                points = (p.getClosestPoints(body, other, distance, link, physicsClientId=c) if link != -1 else
-                          p.getClosestPoints(body, other, distance, physicsClientId=c))
+                points = p.getClosestPoints(body, other, distance, link, physicsClientId=c)
                 for item in points:
                     if item[4] not in nearest or item[8] < nearest[item[4]][8]:
                         nearest[item[4]] = item

@@ -1,0 +1,156 @@
+"""Scene habits of a PyBullet user's own loop with a Bridge that has `<contact>`s (bridgeprobe), beyond
+test_unseen6/15/25_*_habits.py, test_bridge_own_loop.py and test_bridge_whole_model.py: bodies removed and
+created mid-run, `resetSimulation` or a reconnect without `close()`, a floating body whose contact is on its base
+link beside other bodies, two bridged bodies touching.
+
+Oracles, none computed by the bridge: the reference engine (`simulate`, adaptive, located contact events) on the
+same ball with its ground at the box top, for the bounce apex (the bridge's documented accuracy at dt = 1e-4 s:
+within 1e-3 relative, test_bridge_whole_model.py); free flight in closed form (x0 + v t, a torque-free sphere's
+constant spin) read from PyBullet's base state; the closed-form peak overlap of two masses on a linear spring."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+pybullet = pytest.importorskip("pybullet")
+
+from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.integrate import simulate  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
+
+DT, Z0, TOP, T_END = 1e-4, 0.3, 0.2, 0.25   # onset on the box top at 0.12 s, apex of the bounce ≈ 0.2 s
+RADIUS = 0.05
+HU_GUO = {"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}
+FAR = "-50"   # the file's own ground far below: only the user's box can hold the ball
+
+
+def _apex(t: np.ndarray, z: np.ndarray, start: float) -> float:
+    return float(np.max(z[t > start + 0.02]))
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    """(onset, apex) of the reference engine's ball on a ground at the box top."""
+    on_top = load_text(drop_urdf({**HU_GUO, "ground_height": repr(TOP)}, radius=RADIUS),
+                       tmp_path_factory.mktemp("on_top"))
+    run = simulate(on_top, T_END, initial={"drop": Z0}, progress=False, rtol=1e-10, atol=1e-12,
+                   t_eval=np.linspace(0.0, T_END, 2501))
+    start = run.meta["discrete"]["C"]["intervals"][0]["start"]
+    return start, _apex(np.asarray(run.t), run.column("drop"), start)
+
+
+def _box(client: int, top: float = TOP, x: float = 0.0) -> int:
+    shape = pybullet.createCollisionShape(pybullet.GEOM_BOX, halfExtents=[0.3, 0.3, 0.1], physicsClientId=client)
+    return pybullet.createMultiBody(0, shape, basePosition=[x, 0.0, top - 0.1], physicsClientId=client)
+
+
+def _bounce(bridge: Bridge) -> tuple[float, float, float]:
+    """(lowest z, onset on a scene body, apex) of the ball dropped from Z0 at t = 0 (steps of DT to T_END)."""
+    bridge.reset(drop=Z0)
+    t, z = [0.0], [bridge.state()[1][0]]
+    for _ in range(int(round(T_END / DT))):
+        t.append(bridge.step())
+        z.append(bridge.state()[1][0])
+    onsets = [i["start"] for i in bridge.contacts.intervals() if "body" in i]
+    start = onsets[0] if onsets else math.nan
+    return min(z), start, (_apex(np.array(t), np.array(z), start) if onsets else math.nan)
+
+
+def _check_bounce(got: tuple[float, float, float], engine: tuple[float, float]) -> None:
+    lowest, start, apex = got
+    assert lowest > TOP, f"the ball fell through the box (lowest {lowest:.4g} m, box top {TOP} m)"
+    assert abs(start - engine[0]) <= 2 * DT
+    assert apex == pytest.approx(engine[1], rel=1e-3)
+
+
+def _quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the model's gravity set on a client of the user's (BridgeWarning)
+        return function(*args, **kwargs)
+
+
+def test_a_box_created_where_a_removed_body_was_is_a_scene_body(engine, tmp_path):
+    """removeBody(box) then a new box: PyBullet gives the new box the removed one's id. Before, the scene kept every
+    id it had seen as scanned, so the new box was no scene body (no compliant contact) while the pair filter set for
+    the old one kept PyBullet's own contact off: the ball fell through it (lowest −0.51 m), silently."""
+    model = load_text(drop_urdf({**HU_GUO, "ground_height": FAR}, radius=RADIUS), tmp_path)
+    with Bridge(model, dt=DT, initial={"drop": Z0}) as bridge:
+        c = bridge.client
+        old = _box(c, x=5.0)        # somewhere else in the scene first
+        bridge.step()
+        pybullet.removeBody(old, physicsClientId=c)
+        bridge.step()               # the bridge sees the body count change: the old box is gone
+        new = _box(c)
+        assert new == old           # (PyBullet's id reuse: the habit's point)
+        got = _bounce(bridge)
+        assert pybullet.getContactPoints(bridge.body, new, physicsClientId=c) == ()
+    _check_bounce(got, engine)
+
+
+@pytest.mark.parametrize("how", ["resetSimulation", "reconnect"])
+def test_a_users_box_at_an_old_query_spheres_id_is_a_scene_body(engine, tmp_path, how):
+    """A bridge whose contact has no matching collision sphere queries the scene with a sphere body of its own. An
+    episode loop that calls resetSimulation (or disconnects and connects again: PyBullet reuses the client id)
+    without closing that bridge: the next episode's bodies get the old ids. Before, a module table of query-object
+    ids per client id outlived them, so the user's box at the old sphere's id was skipped as a query object and the
+    ball fell through it (lowest −0.49 m), silently."""
+    text = drop_urdf({**HU_GUO, "ground_height": FAR}, radius=RADIUS)
+    text = text[:text.index("<collision>")] + text[text.index("</collision>") + len("</collision>"):]
+    model = load_text(text, tmp_path)   # no collision shape on the ball: the bridge makes a query sphere
+    client = pybullet.connect(pybullet.DIRECT)
+    pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+    try:
+        first = _quiet(Bridge, model, client=client, dt=DT)
+        first.step()
+        ids = {pybullet.getBodyUniqueId(i, physicsClientId=client)
+               for i in range(pybullet.getNumBodies(physicsClientId=client))}
+        if how == "resetSimulation":
+            pybullet.resetSimulation(physicsClientId=client)
+        else:
+            pybullet.disconnect(client)
+            assert pybullet.connect(pybullet.DIRECT) == client   # (PyBullet's id reuse: the habit's point)
+        pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+        boxes = [_box(client, x=5.0), _box(client)]
+        assert boxes[1] in ids - {first.body}   # the box under the ball has the old query sphere's id
+        second = _quiet(Bridge, model, client=client, dt=DT)
+        got = _bounce(second)
+        second.close()
+    finally:
+        pybullet.disconnect(client)
+    _check_bounce(got, engine)
+
+
+FREE_BALL = f"""<robot name="free_ball"><link name="ball"><inertial><origin xyz="0 0 0"/><mass value="1"/>
+<inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
+<collision><geometry><sphere radius="{RADIUS}"/></geometry></collision></link>
+<biobullet version="1"><gravity xyz="0 0 0"/><base type="floating"/>
+<contact name="C" link="ball" xyz="0 0 0" radius="{RADIUS}" normal_law="kelvin_voigt" stiffness="1e4" damping="0"
+ friction_law="none" ground_height="{FAR}"/></biobullet></robot>"""
+
+
+def test_a_floating_bodys_base_link_contact_beside_another_body_keeps_its_motion(tmp_path):
+    """A floating ball whose `<contact>` sits on its base link (PyBullet's link −1) with the matching collision
+    sphere, and a box far away in the scene: free flight, x = x0 + v t and a torque-free sphere's constant spin.
+    Before, the scene query took link −1 for one of its own query spheres and moved the body there every step
+    (resetBasePositionAndOrientation): velocity and spin zeroed, orientation reset, silently."""
+    model = load_text(FREE_BALL, tmp_path)
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        bridge = Bridge(model, client=client, dt=1e-3)
+        _box(client, x=3.0)
+        pybullet.resetBaseVelocity(bridge.body, [1.0, 0.5, 0.0], [0.0, 0.0, 2.0], physicsClientId=client)
+        for _ in range(200):
+            bridge.step()
+        position, orientation = pybullet.getBasePositionAndOrientation(bridge.body, physicsClientId=client)
+        velocity, spin = pybullet.getBaseVelocity(bridge.body, physicsClientId=client)
+        bridge.close()
+    finally:
+        pybullet.disconnect(client)
+    assert np.allclose(velocity, [1.0, 0.5, 0.0], atol=1e-12) and np.allclose(spin, [0.0, 0.0, 2.0], atol=1e-12)
+    assert np.allclose(position, [0.2, 0.1, 0.0], atol=1e-12)
+    angle = 2.0 * 0.2
+    assert np.allclose(orientation, [0.0, 0.0, math.sin(angle / 2), math.cos(angle / 2)], atol=1e-12)
