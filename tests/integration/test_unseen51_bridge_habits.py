@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,11 +19,12 @@ import pytest
 pybullet = pytest.importorskip("pybullet")
 
 from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.bridge.outside import PROMISE, CouplingWarning  # noqa: E402
 from biobullet.contact.testbed import drop_urdf  # noqa: E402
 from biobullet.integrate import simulate  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
 
-DT, Z0, TOP, T_END = 1e-4, 0.3, 0.2, 0.25   # onset on the box top at 0.12 s, apex of the bounce ≈ 0.2 s
+DT, Z0, TOP, T_END = 1e-4, 0.3, 0.2, 0.25   # onset on the box top at 0.10 s, apex 0.278 m at ≈ 0.2 s
 RADIUS = 0.05
 HU_GUO = {"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}
 FAR = "-50"   # the file's own ground far below: only the user's box can hold the ball
@@ -65,6 +67,15 @@ def _check_bounce(got: tuple[float, float, float], engine: tuple[float, float]) 
     assert lowest > TOP, f"the ball fell through the box (lowest {lowest:.4g} m, box top {TOP} m)"
     assert abs(start - engine[0]) <= 2 * DT
     assert apex == pytest.approx(engine[1], rel=1e-3)
+
+
+@pytest.fixture
+def client_240():
+    """A DIRECT client at PyBullet's default 1/240 s with the models' gravity."""
+    cid = pybullet.connect(pybullet.DIRECT)
+    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=cid)
+    yield cid
+    pybullet.disconnect(cid)
 
 
 def _quiet(function, *args, **kwargs):
@@ -154,3 +165,114 @@ def test_a_floating_bodys_base_link_contact_beside_another_body_keeps_its_motion
     assert np.allclose(position, [0.2, 0.1, 0.0], atol=1e-12)
     angle = 2.0 * 0.2
     assert np.allclose(orientation, [0.0, 0.0, math.sin(angle / 2), math.cos(angle / 2)], atol=1e-12)
+
+
+def _head_on(tmp_path, remedy: bool) -> tuple[float, list[str]]:
+    """Peak overlap (m) of two FREE_BALLs, each run by its own Bridge on one client, meeting at 1 m/s each without
+    gravity; the warnings given. remedy: the second bridge with scene_contacts=False."""
+    model = load_text(FREE_BALL, tmp_path)
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            first = Bridge(model, client=client, dt=1e-5)
+            second = Bridge(model, client=client, dt=1e-5, scene_contacts=not remedy)
+            for bridge, x, v in ((first, -0.06, 1.0), (second, 0.06, -1.0)):
+                pybullet.resetBasePositionAndOrientation(bridge.body, [x, 0, 0], [0, 0, 0, 1], physicsClientId=client)
+                pybullet.resetBaseVelocity(bridge.body, [v, 0, 0], [0, 0, 0], physicsClientId=client)
+            overlap = 0.0
+            for _ in range(4000):
+                first.apply()
+                second.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+                gap = (pybullet.getBasePositionAndOrientation(second.body, physicsClientId=client)[0][0]
+                       - pybullet.getBasePositionAndOrientation(first.body, physicsClientId=client)[0][0])
+                overlap = max(overlap, 2 * RADIUS - gap)
+            said = [str(w.message) for w in caught if "another Bridge" in str(w.message)]
+            first.close()
+            second.close()
+    finally:
+        pybullet.disconnect(client)
+    return overlap, said
+
+
+def test_two_bridged_bodies_whose_contacts_touch_are_named_once(tmp_path):
+    """Two bridged balls, each with a `<contact>` on its link (Kelvin–Voigt k = 1e4 N/m, no damping), meet head on:
+    each bridge finds the touch and applies its law and the reaction, so the pair bears 2k — peak overlap
+    v_rel √(m_r/2k) = 0.0100 m where one law gives v_rel √(m_r/k) = 0.0141 m (m_r = 0.5 kg, v_rel = 2 m/s). Before,
+    silently; now one BridgeWarning names it (from the first bridge; the second names it too, each once), and the
+    remedy it gives (scene_contacts=False on one bridge) leaves one law: the closed-form overlap to 1e-3."""
+    overlap, said = _head_on(tmp_path, remedy=False)
+    assert overlap == pytest.approx(2.0 * math.sqrt(0.5 / 2e4), rel=1e-2)   # (what the two laws do, measured)
+    assert len(said) == 2 and all("scene_contacts=False" in text for text in said)
+    overlap, said = _head_on(tmp_path, remedy=True)
+    assert said == []
+    assert overlap == pytest.approx(2.0 * math.sqrt(0.5 / 1e4), rel=1e-3)
+
+
+CHAIN = Path(__file__).resolve().parents[2] / "urdf" / "coupled_chain.urdf"
+
+
+def _elbow_residual(client: int, body: int) -> float:
+    """|elbow − (0.1 + 0.6 s − 0.4 s² + 0.2 s³)| (s: shoulder) from PyBullet's joint states (coupled_chain.urdf's
+    polynomial written out)."""
+    ids = {pybullet.getJointInfo(body, j, physicsClientId=client)[1].decode(): j
+           for j in range(pybullet.getNumJoints(body, physicsClientId=client))}
+    s = pybullet.getJointState(body, ids["shoulder"], physicsClientId=client)[0]
+    elbow = pybullet.getJointState(body, ids["elbow"], physicsClientId=client)[0]
+    return abs(elbow - (0.1 + 0.6 * s - 0.4 * s ** 2 + 0.2 * s ** 3))
+
+
+def test_a_users_constraint_changed_then_removed_is_named_once(client_240):
+    """The user pins the chain's tip with createConstraint, moves the pin with changeConstraint, then removes it
+    (removeConstraint) before an apply(). The pinned steps are named once (the constraint) and projected; the step
+    in which the pin last acted is seen by the apply() after the removal. Before, that apply() found no constraint
+    any more and issued a second warning blaming "a force outside the bridge's solve" (0.0023 rad off at 240 Hz):
+    now it is the named constraint's step. After it, every step holds the promise with nothing named."""
+    client = client_240
+    bridge = _quiet(Bridge, CHAIN, client=client)
+    tip = pybullet.getNumJoints(bridge.body, physicsClientId=client) - 1
+    after = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(360):
+            if step == 60:
+                pin = pybullet.createConstraint(
+                    bridge.body, tip, -1, -1, pybullet.JOINT_POINT2POINT, [0, 0, 0], [0, 0, 0],
+                    list(pybullet.getLinkState(bridge.body, tip, physicsClientId=client)[0]), physicsClientId=client)
+            elif step == 120:
+                pybullet.changeConstraint(pin, [0.1, 0.0, 0.5], maxForce=50.0, physicsClientId=client)
+            elif step == 200:
+                pybullet.removeConstraint(pin, physicsClientId=client)
+            bridge.apply(generalized={"shoulder": 2.0 * math.sin(6.0 * bridge.time)})
+            pybullet.stepSimulation(physicsClientId=client)
+            if step >= 200:
+                after.append(_elbow_residual(client, bridge.body))
+    said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert len(said) == 1 and f"PyBullet constraint {pin}" in said[0], said
+    assert max(after) <= PROMISE
+
+
+@pytest.mark.parametrize("enable", [0, 1])
+def test_pybullets_contact_switched_on_again_for_a_contact_pair_is_named(engine, tmp_path, enable):
+    """The bridge switches PyBullet's rigid contact off for every (contact link, scene body) pair; the user calls
+    setCollisionFilterPair on that pair. enableCollision=0 (as the bridge left it): the ball bounces as the engine's
+    on a ground at the box top, nothing said. enableCollision=1: PyBullet's rigid contact holds the ball at the top
+    (no rebound: lowest and last z 0.24999 m, where the engine's Hu–Guo ball rebounds to 0.278 m), silently before;
+    now one BridgeWarning at the onset names the pair and the call."""
+    model = load_text(drop_urdf({**HU_GUO, "ground_height": FAR}, radius=RADIUS), tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Bridge(model, dt=DT, initial={"drop": Z0}) as bridge:
+            box = _box(bridge.client)
+            bridge.step()   # (the bridge scans the new box: its filter pair off)
+            pybullet.setCollisionFilterPair(bridge.body, box, bridge.joint_index["drop"], -1, enable,
+                                            physicsClientId=bridge.client)
+            if enable:
+                for _ in range(int(round(T_END / DT))):
+                    bridge.step()
+            else:
+                _check_bounce(_bounce(bridge), engine)
+    said = [str(w.message) for w in caught if "rigid contact" in str(w.message)]
+    assert len(said) == enable
+    assert all("setCollisionFilterPair" in text and f"body {box}" in text for text in said)

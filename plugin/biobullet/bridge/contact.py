@@ -110,6 +110,9 @@ QUERY_RADIUS = 1.0e-3
 #: client's id, to the next one created, and `resetSimulation` clears every body at once, so an id once a query
 #: object's may be a user's box in the next episode (before: that box was skipped, and a ball fell through it)
 QUERY_KEY = "biobullet.query"
+#: user-data key on every link of a bridged body that carries a `<contact>` acting on scene bodies: a bridge whose
+#: contact touches such a link knows that the other bridge's law pushes the same pair (`_both_push`)
+CONTACT_KEY = "biobullet.contact"
 #: switched friction chatters on the bridge once its slide reversed this many times in a row, each within
 #: `contact.kernels.CHATTER_GAP` steps of the last (`BridgeContacts._watch_chatter`; a stuck block on an incline
 #: reverses twice every ~9 steps, a rolling ball every step)
@@ -157,6 +160,8 @@ class BridgeContacts:
         self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
         self._touching: set[tuple[int, int, int]] = set()    # scene pairs in contact (their onsets: `_double_ground`)
         self._double_named: set[int] = set()                  # scene bodies `_double_ground` named
+        self._both_named: set[int] = set()                    # scene bodies `_both_push` named
+        self._rigid_named: set[int] = set()                   # scene bodies `_rigid_too` named
         self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
         #: steps to the next chatter watch (`_watch_chatter`; None: no contact has switched friction)
         self._chatter_in = (CHATTER_EVERY if any(c.friction_law.discontinuous for c in templates) else None)
@@ -176,9 +181,13 @@ class BridgeContacts:
             self.disable_rigid_contact(ground)
         for plane in self._own_grounds:
             self._mark_query(plane)
+        self._marks: list[int] = []            # user data CONTACT_KEY on this body's contact links (scene on)
         if self.scene:
             self._set_up_sources()
             self._scan_scene()
+            for link in self._contact_links():
+                self._marks.append(bridge.pybullet.addUserData(bridge.body, CONTACT_KEY, "1", link,
+                                                               physicsClientId=bridge.client))
         self._set_up_kernels()
         self.restart()
 
@@ -292,6 +301,12 @@ class BridgeContacts:
         p, c = self.bridge.pybullet, self.bridge.client
         owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[0] != self.bridge.body]
         self._own_grounds, self._sources = [], [None] * len(self.contacts)
+        for data in self._marks:   # (a body_id of the user's stays: it is no bridged contact link any more)
+            try:
+                p.removeUserData(data, physicsClientId=c)
+            except p.error:
+                pass
+        self._marks = []
         for body in owned:
             try:
                 p.removeBody(body, physicsClientId=c)
@@ -462,9 +477,11 @@ class BridgeContacts:
                         self._reactions.append((key[1], key[2], -force, kin.point))
                     if kin.delta <= 0.0:
                         self._touching.discard(key)
-                    elif key not in self._touching:   # an onset: is it the file's ground a second time?
+                    elif key not in self._touching:   # an onset: the file's ground or another bridge's law again?
                         self._touching.add(key)
                         self._double_ground(key, kin)
+                        self._both_push(key, kin)
+                        self._rigid_too(key)
         self._records = records
         if self._chatter_in is not None:
             self._chatter_in -= 1
@@ -548,6 +565,47 @@ class BridgeContacts:
                           "stand for the file's ground, or scene_contacts=False, or remove the body", BridgeWarning,
                           stacklevel=5)
 
+    def _both_push(self, key: tuple[int, int, int], kin: ContactKinematics) -> None:
+        """One BridgeWarning when a scene pair's onset is on a link of another bridged body that carries a
+        `<contact>` of its own (`CONTACT_KEY`): that bridge finds the same touch from its side, applies its law and
+        the reaction on this body, so the pair bears the sum of both laws. Measured: two 1 kg balls (Kelvin–Voigt,
+        k = 1e4 N/m each) meeting at 2 m/s overlapped by 0.0100 m instead of one law's 0.0141 m, silently."""
+        if key[1] in self._both_named:
+            return
+        p, c = self.bridge.pybullet, self.bridge.client
+        if p.getUserDataId(key[1], CONTACT_KEY, key[2], physicsClientId=c) < 0:
+            return
+        self._both_named.add(key[1])
+        from biobullet.bridge.lifecycle import BridgeWarning
+        warnings.warn(f"{self.bridge.model.file}: contact {self.contacts[key[0]].name!r} touches PyBullet body "
+                      f"{key[1]} (link {key[2]}), a body another Bridge runs with a <contact> on that link: each "
+                      "bridge finds the touch and applies its own law and the reaction on the other body, so the pair "
+                      f"bears the sum of both laws' forces (penetration {kin.delta:.3g} m). Remedy: "
+                      "scene_contacts=False on one of the two bridges (the other's law then acts alone on the pair)",
+                      BridgeWarning, stacklevel=5)
+
+    def _rigid_too(self, key: tuple[int, int, int]) -> None:
+        """One BridgeWarning when a scene pair's onset finds PyBullet's own rigid contact acting on the same pair
+        in the last step: the pair filter the bridge set (`_scan_scene`) was switched on again by the user
+        (setCollisionFilterPair(..., enableCollision=1)), and PyBullet's contact, solved inside stepSimulation,
+        pushes beside the file's law. Measured: a Hu–Guo ball (restitution 0.8) dropped on a box stuck to its top
+        (rebound 0 instead of the engine's 0.028 m), silently. Checked at onsets only (no per-step cost)."""
+        if key[1] in self._rigid_named:
+            return
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
+        link = self.bridge.map.link_index.get(self.contacts[key[0]].link, -1)
+        if not p.getContactPoints(body, key[1], link, key[2], physicsClientId=c):
+            return
+        self._rigid_named.add(key[1])
+        from biobullet.bridge.lifecycle import BridgeWarning
+        warnings.warn(f"{self.bridge.model.file}: PyBullet's own rigid contact acts between link "
+                      f"{self.contacts[key[0]].link!r} and PyBullet body {key[1]} (link {key[2]}) beside contact "
+                      f"{self.contacts[key[0]].name!r}: the collision filter the bridge switched off for the pair was "
+                      "switched on again (setCollisionFilterPair(..., enableCollision=1)), so both push it and the "
+                      "file's law is not what the pair bears. Remedy: leave PyBullet's contact off for that pair "
+                      "(setCollisionFilterPair(..., enableCollision=0)), or scene_contacts=False to leave the scene "
+                      "to PyBullet", BridgeWarning, stacklevel=5)
+
     def _replay(self, events: int, t: float) -> None:
         """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""
         if events < 0:   # PyBullet diverged: state() raises the DivergenceError naming dt
@@ -597,6 +655,11 @@ class BridgeContacts:
             self._mark_query(sphere)
             self._sources[k] = (sphere, -1, radius - contact.radius)
 
+    def _contact_links(self) -> list[int]:
+        """PyBullet link indices of the model's links that carry a `<contact>`."""
+        index = self.bridge.map.link_index
+        return sorted({index[k.link] for k in self.contacts if k.link in index})
+
     def _mark_query(self, body: int) -> None:
         """Mark `body` as a query object of a bridge (`QUERY_KEY`): no bridge takes it for a scene body."""
         self.bridge.pybullet.addUserData(body, QUERY_KEY, "1", physicsClientId=self.bridge.client)
@@ -614,8 +677,7 @@ class BridgeContacts:
         excluded = {body} | set(self._own_grounds)
         if self._ground_body is not None:
             excluded.add(self._ground_body)
-        links = sorted({self.bridge.map.link_index[k.link] for k in self.contacts
-                        if k.link in self.bridge.map.link_index})
+        links = self._contact_links()
         current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
         self._scene = [b for b in self._scene if b in current]
         self._seen &= current
@@ -623,6 +685,8 @@ class BridgeContacts:
             del self._pairs[key]
             self._touching.discard(key)
         self._double_named &= current
+        self._both_named &= current
+        self._rigid_named &= current
         for other in sorted(current - self._seen):
             self._seen.add(other)
             if other in excluded or p.getUserDataId(other, QUERY_KEY, physicsClientId=c) >= 0:

@@ -398,6 +398,7 @@ class OutsideWatch:
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
+        self._constraint = (-1, -1)   # (the user's PyBullet constraint `_cause` last named, its step; −1: none)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
         self.step_index = 0
@@ -1038,9 +1039,16 @@ class OutsideWatch:
             cid = p.getConstraintUniqueId(k, physicsClientId=c)
             info = p.getConstraintInfo(cid, physicsClientId=c)
             if cid not in own and b in (info[0], info[2]):
+                self._constraint = (cid, self.step_index)
                 return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
                         "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
                         "use a smaller dt", "constraint")
+        cid, named_at = self._constraint
+        if cid >= 0 and named_at == self.step_index - 1:   # named in the step before, removed (removeConstraint)
+            # since: this step is its doing (before, named "a force outside the bridge's solve", a second cause)
+            return (f"PyBullet constraint {cid} (createConstraint, removed since) acted on the body in the last step",
+                    "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
+                    "use a smaller dt", "constraint")
         if bridge.native_constraints:   # (before: "a force outside the bridge's solve")
             return native_loops_cause(bridge.native_constraints)
         if not model.floating_base:   # (the bridge checked the base's frame at construction)
