@@ -109,9 +109,7 @@ def test_a_users_box_at_an_old_query_spheres_id_is_a_scene_body(engine, tmp_path
     without closing that bridge: the next episode's bodies get the old ids. Before, a module table of query-object
     ids per client id outlived them, so the user's box at the old sphere's id was skipped as a query object and the
     ball fell through it (lowest −0.49 m), silently."""
-    text = drop_urdf({**HU_GUO, "ground_height": FAR}, radius=RADIUS)
-    text = text[:text.index("<collision>")] + text[text.index("</collision>") + len("</collision>"):]
-    model = load_text(text, tmp_path)   # no collision shape on the ball: the bridge makes a query sphere
+    model = _no_collision_ball(tmp_path)
     client = pybullet.connect(pybullet.DIRECT)
     pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
     try:
@@ -276,3 +274,37 @@ def test_pybullets_contact_switched_on_again_for_a_contact_pair_is_named(engine,
     said = [str(w.message) for w in caught if "rigid contact" in str(w.message)]
     assert len(said) == enable
     assert all("setCollisionFilterPair" in text and f"body {box}" in text for text in said)
+
+
+def _no_collision_ball(tmp_path):
+    """The drop ball without its collision sphere (the bridge then queries the scene with a sphere body of its own),
+    its file's ground far below."""
+    text = drop_urdf({**HU_GUO, "ground_height": FAR}, radius=RADIUS)
+    return load_text(text[:text.index("<collision>")] + text[text.index("</collision>") + len("</collision>"):],
+                     tmp_path)
+
+
+def test_an_old_episodes_bridge_closed_late_leaves_the_new_episodes_bodies(tmp_path, client_240):
+    """An episode loop: resetSimulation, a box and a new Bridge, then the old episode's bridge closed (a finally
+    clause, a context manager left late). Before, its close() removed its query sphere by id — now the new
+    robot's id — and the new bridge's next step raised BridgeClosedError ("body 1 is gone"). Now it removes only
+    bodies that still carry its own mark: every body of the new episode stays and the new bridge steps on."""
+    client = client_240
+    model = _no_collision_ball(tmp_path)
+    old = _quiet(Bridge, model, client=client, dt=DT)
+    pybullet.resetSimulation(physicsClientId=client)
+    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=client)
+    box = _box(client)
+    new = _quiet(Bridge, model, client=client, dt=DT)
+
+    def bodies() -> set[int]:
+        return {pybullet.getBodyUniqueId(i, physicsClientId=client)
+                for i in range(pybullet.getNumBodies(physicsClientId=client))}
+
+    made = bodies()
+    assert {box, new.body} < made and old.body in made   # (ids reused: the habit's point)
+    old.close()
+    assert bodies() == made
+    new.step()
+    new.close()
+    assert bodies() == {box}

@@ -66,6 +66,7 @@ The log (`intervals`) has the same fields as the engine's (impulse Σ F_N dt, pe
 """
 from __future__ import annotations
 
+import uuid
 import warnings
 
 import numpy as np
@@ -144,6 +145,9 @@ class BridgeContacts:
             raise ModelError(f"argument 'query_distance' is {query_distance!r}", attribute="query_distance",
                              expected="a positive distance (m)")
         self.bridge = bridge
+        #: this object's value of its user-data marks (QUERY_KEY, CONTACT_KEY): `close()` removes only what still
+        #: carries it — after resetSimulation an old id may be the next episode's robot or box
+        self._stamp = uuid.uuid4().hex
         self._read_state = read_state   # () → (x, ẋ): the bridge's state read (one getJointStates on a fixed base)
         self.geometry = geometry
         self.query_distance = float(query_distance)
@@ -186,7 +190,7 @@ class BridgeContacts:
             self._set_up_sources()
             self._scan_scene()
             for link in self._contact_links():
-                self._marks.append(bridge.pybullet.addUserData(bridge.body, CONTACT_KEY, "1", link,
+                self._marks.append(bridge.pybullet.addUserData(bridge.body, CONTACT_KEY, self._stamp, link,
                                                                physicsClientId=bridge.client))
         self._set_up_kernels()
         self.restart()
@@ -303,12 +307,17 @@ class BridgeContacts:
         self._own_grounds, self._sources = [], [None] * len(self.contacts)
         for data in self._marks:   # (a body_id of the user's stays: it is no bridged contact link any more)
             try:
-                p.removeUserData(data, physicsClientId=c)
+                if p.getUserData(data, physicsClientId=c) in (self._stamp, self._stamp.encode()):
+                    p.removeUserData(data, physicsClientId=c)
             except p.error:
                 pass
         self._marks = []
-        for body in owned:
+        for body in owned:   # only what is still ours: after resetSimulation an old id is another body (before,
+            # a stale bridge's close() removed the next episode's robot at its query sphere's id)
             try:
+                data = p.getUserDataId(body, QUERY_KEY, physicsClientId=c)
+                if data < 0 or p.getUserData(data, physicsClientId=c) not in (self._stamp, self._stamp.encode()):
+                    continue
                 p.removeBody(body, physicsClientId=c)
             except p.error:
                 pass
@@ -662,7 +671,7 @@ class BridgeContacts:
 
     def _mark_query(self, body: int) -> None:
         """Mark `body` as a query object of a bridge (`QUERY_KEY`): no bridge takes it for a scene body."""
-        self.bridge.pybullet.addUserData(body, QUERY_KEY, "1", physicsClientId=self.bridge.client)
+        self.bridge.pybullet.addUserData(body, QUERY_KEY, self._stamp, physicsClientId=self.bridge.client)
 
     def _scan_scene(self) -> None:
         """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed). A body removed
