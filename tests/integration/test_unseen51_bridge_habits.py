@@ -51,13 +51,13 @@ def _box(client: int, top: float = TOP, x: float = 0.0) -> int:
 
 
 def _bounce(bridge: Bridge) -> tuple[float, float, float]:
-    """(lowest z, onset on a scene body, apex) of the ball dropped from Z0 at t = 0 (steps of DT to T_END)."""
+    """(lowest z, first onset, apex after it) of the ball dropped from Z0 at t = 0 (steps of DT to T_END)."""
     bridge.reset(drop=Z0)
     t, z = [0.0], [bridge.state()[1][0]]
     for _ in range(int(round(T_END / DT))):
         t.append(bridge.step())
         z.append(bridge.state()[1][0])
-    onsets = [i["start"] for i in bridge.contacts.intervals() if "body" in i]
+    onsets = [i["start"] for i in bridge.contacts.intervals()]
     start = onsets[0] if onsets else math.nan
     return min(z), start, (_apex(np.array(t), np.array(z), start) if onsets else math.nan)
 
@@ -85,20 +85,24 @@ def _quiet(function, *args, **kwargs):
 
 
 def test_a_box_created_where_a_removed_body_was_is_a_scene_body(engine, tmp_path):
-    """removeBody(box) then a new box: PyBullet gives the new box the removed one's id. Before, the scene kept every
-    id it had seen as scanned, so the new box was no scene body (no compliant contact) while the pair filter set for
-    the old one kept PyBullet's own contact off: the ball fell through it (lowest −0.51 m), silently."""
+    """The ball bounces on a box; removeBody(box), then a new box: PyBullet gives the new box the removed one's id.
+    Before, the scene kept every id it had seen as scanned, so the new box was no scene body (no compliant contact)
+    while the pair filter set for the old one kept PyBullet's own contact off: the ball fell through it (lowest
+    −0.51 m), silently. The removed box's contact intervals stay in the log until the next reset."""
     model = load_text(drop_urdf({**HU_GUO, "ground_height": FAR}, radius=RADIUS), tmp_path)
     with Bridge(model, dt=DT, initial={"drop": Z0}) as bridge:
         c = bridge.client
-        old = _box(c, x=5.0)        # somewhere else in the scene first
-        bridge.step()
+        old = _box(c)
+        first = _bounce(bridge)
+        logged = bridge.contacts.intervals()
         pybullet.removeBody(old, physicsClientId=c)
         bridge.step()               # the bridge sees the body count change: the old box is gone
+        assert bridge.contacts.intervals() == logged
         new = _box(c)
         assert new == old           # (PyBullet's id reuse: the habit's point)
         got = _bounce(bridge)
         assert pybullet.getContactPoints(bridge.body, new, physicsClientId=c) == ()
+    _check_bounce(first, engine)
     _check_bounce(got, engine)
 
 
@@ -308,3 +312,29 @@ def test_an_old_episodes_bridge_closed_late_leaves_the_new_episodes_bodies(tmp_p
     new.step()
     new.close()
     assert bodies() == {box}
+
+
+@pytest.mark.parametrize("scene", [True, False])
+def test_a_ground_body_removed_mid_run_leaves_the_files_ground(engine, tmp_path, scene):
+    """`ground_body=` a box whose top is the file's `<contact>` ground (its geometry queried from PyBullet); the
+    user removes the box before the ball lands. Before, getClosestPoints found nothing any more and the contact had
+    no ground at all: the ball fell through where the file's ground is (−0.17 m at 0.3 s), silently. Now one
+    BridgeWarning names the body and the contact, which takes the file's own ground: the engine's bounce on it."""
+    model = load_text(drop_urdf({**HU_GUO, "ground_height": repr(TOP)}, radius=RADIUS), tmp_path)
+    client = pybullet.connect(pybullet.DIRECT)
+    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=client)
+    try:
+        box = _box(client)
+        bridge = Bridge(model, client=client, dt=DT, initial={"drop": Z0}, ground_body=box, scene_contacts=scene)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            pybullet.removeBody(box, physicsClientId=client)
+            got = _bounce(bridge)
+            intervals = bridge.contacts.intervals()
+        bridge.close()
+    finally:
+        pybullet.disconnect(client)
+    said = [str(w.message) for w in caught if "ground_body" in str(w.message)]
+    assert len(said) == 1 and f"PyBullet body {box}" in said[0] and "'C'" in said[0]
+    assert "body" not in intervals[0]   # the file's ground, not a scene body
+    _check_bounce(got, engine)

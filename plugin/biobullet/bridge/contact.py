@@ -162,6 +162,7 @@ class BridgeContacts:
         self._n_bodies = -1
         self._sources: list = [None] * len(self.contacts)   # per contact: (body, link, radius offset) for the scene
         self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
+        self._retired: list[tuple[tuple[int, int, int], object]] = []   # pairs of removed bodies (their logs)
         self._touching: set[tuple[int, int, int]] = set()    # scene pairs in contact (their onsets: `_double_ground`)
         self._double_named: set[int] = set()                  # scene bodies `_double_ground` named
         self._both_named: set[int] = set()                    # scene bodies `_both_push` named
@@ -186,6 +187,9 @@ class BridgeContacts:
         for plane in self._own_grounds:
             self._mark_query(plane)
         self._marks: list[int] = []            # user data CONTACT_KEY on this body's contact links (scene on)
+        #: torques() watches the client's body count: for the scene, and for a `ground_body` queried for geometry
+        #: (its removal is followed: `_ground_gone`)
+        self._counting = self.scene or any(q is not None for q in self._queries)
         if self.scene:
             self._set_up_sources()
             self._scan_scene()
@@ -221,6 +225,7 @@ class BridgeContacts:
         model = self.bridge.model
         self.contacts = [c.for_run(model) for c in self.contacts]
         self._pairs.clear()
+        self._retired.clear()
         t = self.bridge.time
         for contact, kin in zip(self.contacts, self.kinematics()):
             contact.begin(model, t, kin)
@@ -472,7 +477,7 @@ class BridgeContacts:
             records.append((contact.name, kin, force, None, None))
             if force is not None:
                 tau += kin.generalized(force)
-        if self.scene:
+        if self._counting:   # scene bodies, or a user's body standing for the file's ground (`_scan_scene`)
             if bridge.pybullet.getNumBodies(physicsClientId=bridge.client) != self._n_bodies:
                 self._scan_scene()
             if self._scene:
@@ -669,6 +674,21 @@ class BridgeContacts:
         index = self.bridge.map.link_index
         return sorted({index[k.link] for k in self.contacts if k.link in index})
 
+    def _ground_gone(self) -> None:
+        """The user removed the `ground_body` that stood for the file's ground: its contacts take the file's own
+        analytic ground from now on, named once (before, getClosestPoints found nothing and they had no ground at
+        all: a ball fell through where its <contact> ground was, silently)."""
+        gone, self._ground_body = self._ground_body, None
+        names = [c.name for c, q in zip(self.contacts, self._queries) if q is not None and q[1] == gone]
+        self._queries = [None if q is not None and q[1] == gone else q for q in self._queries]
+        if names:
+            from biobullet.bridge.lifecycle import BridgeWarning
+            warnings.warn(f"{self.bridge.model.file}: PyBullet body {gone}, the ground_body standing for the model "
+                          f"file's ground of contact(s) {', '.join(map(repr, names))}, was removed from the client: "
+                          "they take the file's own <contact> ground (the analytic plane of ground_height / "
+                          "ground_normal) from now on. Remedy: a new Bridge(..., ground_body=...) for another body",
+                          BridgeWarning, stacklevel=5)
+
     def _mark_query(self, body: int) -> None:
         """Mark `body` as a query object of a bridge (`QUERY_KEY`): no bridge takes it for a scene body."""
         self.bridge.pybullet.addUserData(body, QUERY_KEY, self._stamp, physicsClientId=self.bridge.client)
@@ -688,10 +708,18 @@ class BridgeContacts:
             excluded.add(self._ground_body)
         links = self._contact_links()
         current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
+        if self._ground_body is not None and self._ground_body not in current:
+            self._ground_gone()   # (its id may come back as another body: then a scene body)
+        if not self.scene:
+            return
         self._scene = [b for b in self._scene if b in current]
         self._seen &= current
-        for key in [key for key in self._pairs if key[1] not in current]:
-            del self._pairs[key]
+        for key in [key for key in self._pairs if key[1] not in current]:   # (their logs stay in intervals())
+            pair = self._pairs.pop(key)
+            row = self._rows.pop(key, None)
+            if row is not None:
+                pull_state(row, pair.state)
+            self._retired.append((key, pair))
             self._touching.discard(key)
         self._double_named &= current
         self._both_named &= current
@@ -782,7 +810,7 @@ class BridgeContacts:
         self.sync_states()
         out = [{**i.as_dict(), "contact": c.name} for c in self.contacts for i in c.state.intervals]
         out += [{**i.as_dict(), "contact": c.name, "body": key[1], "link": key[2]}
-                for key, c in self._pairs.items() for i in c.state.intervals]
+                for key, c in [*self._retired, *self._pairs.items()] for i in c.state.intervals]
         return sorted(out, key=lambda item: item["start"])
 
 
