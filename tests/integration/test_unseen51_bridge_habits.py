@@ -338,3 +338,51 @@ def test_a_ground_body_removed_mid_run_leaves_the_files_ground(engine, tmp_path,
     assert len(said) == 1 and f"PyBullet body {box}" in said[0] and "'C'" in said[0]
     assert "body" not in intervals[0]   # the file's ground, not a scene body
     _check_bounce(got, engine)
+
+
+def _chain_habit(habit: str, client: int, body: int) -> None:
+    ids = {pybullet.getJointInfo(body, j, physicsClientId=client)[1].decode(): j
+           for j in range(pybullet.getNumJoints(body, physicsClientId=client))}
+    joints, elbow = list(ids.values()), ids["elbow"]   # (the elbow's child link is the coupled one)
+    if habit == "cone friction, solver iterations":
+        pybullet.setPhysicsEngineParameter(enableConeFriction=0, numSolverIterations=3, physicsClientId=client)
+    elif habit == "friction of a link out of contact":
+        pybullet.changeDynamics(body, elbow, lateralFriction=2.0, spinningFriction=0.1, rollingFriction=0.1,
+                                physicsClientId=client)
+    elif habit == "force-torque sensor":
+        pybullet.enableJointForceTorqueSensor(body, elbow, 1, physicsClientId=client)
+    elif habit == "motors switched off":
+        pybullet.setJointMotorControlArray(body, joints, pybullet.VELOCITY_CONTROL, forces=[0.0] * len(joints),
+                                           physicsClientId=client)
+    elif habit == "world-frame force on the dependent link":
+        pybullet.applyExternalForce(body, elbow, [0, 0, 5], [0.1, 0, 0], pybullet.WORLD_FRAME, physicsClientId=client)
+    elif habit == "torque array on every joint":
+        pybullet.setJointMotorControlArray(body, joints, pybullet.TORQUE_CONTROL, forces=[0.5] * len(joints),
+                                           physicsClientId=client)
+
+
+@pytest.mark.parametrize("habit, named", [
+    ("cone friction, solver iterations", False), ("friction of a link out of contact", False),
+    ("force-torque sensor", False), ("motors switched off", False),
+    ("world-frame force on the dependent link", True), ("torque array on every joint", True)])
+def test_chain_habits_hold_or_are_named_once(client_240, habit, named):
+    """The coupled chain at 240 Hz, the habit done before every apply() of steps 10–69. Habits that change nothing
+    the bridge solves hold the promise after every step with nothing said; forces outside the solve are named once
+    (CouplingWarning) and the state is back on the coupling after every apply() (the file's polynomial on PyBullet's
+    joint states, both)."""
+    client = client_240
+    bridge = _quiet(Bridge, CHAIN, client=client)
+    after_step, after_apply = [], []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(120):
+            if 10 <= step < 70:
+                _chain_habit(habit, client, bridge.body)
+            bridge.apply(generalized={"shoulder": 2.0 * math.sin(6.0 * bridge.time)})
+            after_apply.append(_elbow_residual(client, bridge.body))
+            pybullet.stepSimulation(physicsClientId=client)
+            after_step.append(_elbow_residual(client, bridge.body))
+    said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+    assert len(said) == int(named), said
+    assert max(after_apply) <= PROMISE
+    assert max(after_step if not named else after_step[71:]) <= PROMISE
