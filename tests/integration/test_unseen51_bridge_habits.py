@@ -386,3 +386,23 @@ def test_chain_habits_hold_or_are_named_once(client_240, habit, named):
     assert len(said) == int(named), said
     assert max(after_apply) <= PROMISE
     assert max(after_step if not named else after_step[71:]) <= PROMISE
+
+
+def test_an_old_episodes_bridge_closed_late_leaves_the_new_episodes_constraints(client_240):
+    """The knee four-bar with `native_loops=True` (its loop as a PyBullet constraint): resetSimulation, a new
+    Bridge, then the old one closed. PyBullet numbers constraints afresh, so the new loop constraint has the old
+    one's id; before, the old bridge's close() removed it (no constraint left in the client) before finding that the
+    body was not its own any more. Now it removes nothing that is not on its own body."""
+    client = client_240
+    old = _quiet(Bridge, "fourbar_knee", client=client, native_loops=True)
+    pybullet.resetSimulation(physicsClientId=client)
+    pybullet.setGravity(0.0, 0.0, -9.81, physicsClientId=client)
+    new = _quiet(Bridge, "fourbar_knee", client=client, native_loops=True)
+    (loop,) = new.native_constraints.values()
+    assert loop in old.native_constraints.values()   # (the same id: the habit's point)
+    old.close()
+    assert [pybullet.getConstraintUniqueId(i, physicsClientId=client)
+            for i in range(pybullet.getNumConstraints(physicsClientId=client))] == [loop]
+    assert pybullet.getConstraintInfo(loop, physicsClientId=client)[0] == new.body
+    new.close()
+    assert pybullet.getNumConstraints(physicsClientId=client) == 0

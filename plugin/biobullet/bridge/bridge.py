@@ -352,9 +352,10 @@ class Bridge:
             # the body the bridge loaded into the user's client (a body_id the user passed stays the user's);
             # its lifecycle token is gone with it, so a later Bridge on the same client is not confused
             try:
-                for cid in getattr(self, "native_constraints", {}).values():
-                    self.pybullet.removeConstraint(cid, physicsClientId=self.client)
-                if ensure_owned_body(self):
+                if ensure_owned_body(self):   # (after resetSimulation its constraint ids are the next episode's: before,
+                    # an old bridge closed late removed the new bridge's native loop constraint at the same id)
+                    for cid in getattr(self, "native_constraints", {}).values():
+                        self.pybullet.removeConstraint(cid, physicsClientId=self.client)
                     self.pybullet.removeBody(self.body, physicsClientId=self.client)
             except self.pybullet.error:
                 pass
