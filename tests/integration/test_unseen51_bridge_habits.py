@@ -21,6 +21,7 @@ pybullet = pytest.importorskip("pybullet")
 from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.bridge.outside import PROMISE, CouplingWarning  # noqa: E402
 from biobullet.contact.testbed import drop_urdf  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
 from biobullet.integrate import simulate  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
 
@@ -406,3 +407,25 @@ def test_an_old_episodes_bridge_closed_late_leaves_the_new_episodes_constraints(
     assert pybullet.getConstraintInfo(loop, physicsClientId=client)[0] == new.body
     new.close()
     assert pybullet.getNumConstraints(physicsClientId=client) == 0
+
+
+@pytest.mark.parametrize("ground_body, words", [
+    (99, "no body 99 in PyBullet client"), (-1, "no body -1 in PyBullet client"),
+    (0.5, "argument 'ground_body' is float"), ("0", "argument 'ground_body' is str"),
+    (True, "argument 'ground_body' is bool"), ("own", "the bridge's own body")])
+def test_a_ground_body_that_is_no_other_body_is_one_model_error(tmp_path, client_240, ground_body, words):
+    """`ground_body=` an id of no body (a typo, a body of another client), a float, a text, a bool, or the robot
+    itself. Before, every one was taken: int(0.5) and int("0") named the box by accident, 99 left the contact
+    without any ground (the ball fell through the file's ground, silently). Now one ModelError names the argument."""
+    client = client_240
+    _box(client)
+    model = load_text(drop_urdf({**HU_GUO, "ground_height": repr(TOP)}, radius=RADIUS), tmp_path)
+    if ground_body == "own":
+        body = pybullet.loadURDF(str(model.file), useFixedBase=True, flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+                                 physicsClientId=client)
+        arguments = {"body_id": body, "ground_body": body}
+    else:
+        arguments = {"ground_body": ground_body}
+    with pytest.raises(ModelError, match="ground_body") as raised:
+        Bridge(model, client=client, dt=DT, **arguments)
+    assert words in str(raised.value)

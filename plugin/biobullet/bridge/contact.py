@@ -95,6 +95,7 @@ from biobullet.contact.kernels import (
     pull_state,
     state_row,
 )
+from biobullet.bridge.connection import body_argument, existing_body
 from biobullet.core.errors import ModelError
 
 GEOMETRIES = ("pybullet", "analytic")
@@ -155,7 +156,12 @@ class BridgeContacts:
         templates = contact_elements(model) if contacts is None else tuple(contacts)
         self.contacts = [c.for_run(model) for c in templates]
         self._own_grounds: list[int] = []
-        self._ground_body = None if ground_body is None else int(ground_body)
+        if ground_body is not None:   # (before, an id of no body was taken: the contact had no ground, silently)
+            ground_body = existing_body(bridge.client, body_argument(ground_body, "ground_body"), "ground_body")
+            if ground_body == bridge.body:
+                raise ModelError(f"argument 'ground_body' is {ground_body}, the bridge's own body",
+                                 attribute="ground_body", expected="another body of the client (a plane, a box)")
+        self._ground_body = ground_body
         self.scene = bool(scene)
         self._scene: list[int] = []            # other bodies in the client (see the module docstring)
         self._seen: set[int] = set()
