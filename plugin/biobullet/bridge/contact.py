@@ -22,7 +22,8 @@ Two kinds of counterpart:
   link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
   at p (applyExternalForce, WORLD_FRAME; ignored by PyBullet for a static body). PyBullet's own rigid contact
   between the contact links and every scene body is switched off. Excluded from the scene: the bridge's own body,
-  the query objects of every bridge, and `ground_body` (the user's stand-in for the file's ground).
+  the query objects of every bridge (PyBullet user data `QUERY_KEY` on them), and `ground_body` (the user's
+  stand-in for the file's ground; removed, its contacts take the file's analytic ground).
 
 Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
 
@@ -621,7 +622,8 @@ class BridgeContacts:
         warnings.warn(f"{self.bridge.model.file}: PyBullet's own rigid contact acts between link "
                       f"{self.contacts[key[0]].link!r} and PyBullet body {key[1]} (link {key[2]}) beside contact "
                       f"{self.contacts[key[0]].name!r}: the collision filter the bridge switched off for the pair was "
-                      "switched on again (setCollisionFilterPair(..., enableCollision=1)), so both push it and the "
+                      "switched on again (setCollisionFilterPair(..., enableCollision=1)) — or the body has more links "
+                      "than one removed at its id between the same two apply() calls — so both push it and the "
                       "file's law is not what the pair bears. Remedy: leave PyBullet's contact off for that pair "
                       "(setCollisionFilterPair(..., enableCollision=0)), or scene_contacts=False to leave the scene "
                       "to PyBullet", BridgeWarning, stacklevel=5)
