@@ -429,3 +429,59 @@ def test_a_ground_body_that_is_no_other_body_is_one_model_error(tmp_path, client
     with pytest.raises(ModelError, match="ground_body") as raised:
         Bridge(model, client=client, dt=DT, **arguments)
     assert words in str(raised.value)
+
+
+@pytest.mark.parametrize("steps", [2, 3])
+def test_the_clock_counts_the_steps_of_a_frame_skip(client_240, steps):
+    """stepSimulation() `steps` times per apply() (an action repeat) on the coupled chain at 240 Hz, 120 apply()
+    calls: PyBullet's clock is at 120 · steps · dt. The skip is named once and projected every time; before, the
+    bridge's clock counted one step per apply() (0.5 s / 1 s behind PyBullet's after 120 calls), so a row that is a
+    function of time would have been held at a time PyBullet had left. Now it counts the skipped steps wherever the
+    watch recognises them — by the residual they leave; a skip from rest that leaves the rows within the promise
+    is not seen (here one, at the start): within one step of PyBullet's."""
+    client = client_240
+    bridge = _quiet(Bridge, CHAIN, client=client)
+    dt = bridge.dt
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(120):
+            bridge.apply(generalized={"shoulder": 2.0 * math.sin(6.0 * bridge.time)})
+            for _ in range(steps):
+                pybullet.stepSimulation(physicsClientId=client)
+        bridge.apply()   # (reads the last calls' steps; its own dt is the coming step's)
+    said = [str(w.message) for w in caught if f"ran {steps} times" in str(w.message)]
+    assert len(said) == 1
+    assert abs((bridge.time - dt) - 120 * steps * dt) <= dt * (1 + 1e-9)
+
+
+def test_two_bridges_each_calling_step_are_told_to_apply_each_then_step_once(client_240):
+    """Two coupled chains on one client, each driven by its own `bridge.step()`: every step() steps the whole
+    client, so each body gets two steps per apply(). Before, the frame skip's remedy said "use bridge.step()" —
+    what the user did. Now it names the other bridge's body and says: apply() of every bridge, then one
+    stepSimulation(). With that loop both hold the promise after every step, nothing named."""
+    client = client_240
+    first, second = _quiet(Bridge, CHAIN, client=client), _quiet(Bridge, CHAIN, client=client)
+    pybullet.resetBasePositionAndOrientation(second.body, [1, 0, 0], [0, 0, 0, 1], physicsClientId=client)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(24):
+            for bridge in (first, second):
+                bridge.step(generalized={"shoulder": 2.0 * math.sin(6.0 * bridge.time)})
+    said = [str(w.message) for w in caught if "ran 2 times" in str(w.message)]
+    assert len(said) == 2
+    assert f"bodies [{second.body}]" in said[0] + said[1] and f"bodies [{first.body}]" in said[0] + said[1]
+    assert all("stepSimulation() once" in text for text in said)
+    first.close()
+    second.close()
+    first, second = _quiet(Bridge, CHAIN, client=client), _quiet(Bridge, CHAIN, client=client)
+    pybullet.resetBasePositionAndOrientation(second.body, [1, 0, 0], [0, 0, 0, 1], physicsClientId=client)
+    worst = 0.0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(120):
+            for bridge in (first, second):
+                bridge.apply(generalized={"shoulder": 2.0 * math.sin(6.0 * bridge.time)})
+            pybullet.stepSimulation(physicsClientId=client)
+            worst = max(worst, _elbow_residual(client, first.body), _elbow_residual(client, second.body))
+    assert not [w for w in caught if issubclass(w.category, CouplingWarning)]
+    assert worst <= PROMISE

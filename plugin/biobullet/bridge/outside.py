@@ -46,7 +46,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.bridge.connection import check_real_time
-from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
+from biobullet.bridge.lifecycle import TOKEN_KEY, BridgeWarning, DivergenceError, RUNAWAY_RATE
 
 #: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
 PROMISE = 1.0e-6
@@ -743,6 +743,8 @@ class OutsideWatch:
             self._undo_step(x, xd, moved, stepped)
             self.reset_in_step = (self.step_index, self._reset_in_step_message(reset_in_step))
         elif skipped:
+            bridge.time += (skipped - 1) * bridge.dt   # PyBullet's clock ran the skipped steps: the rows' t follows
+            # (before, the clock counted one step per apply(): a time-dependent row held at a time PyBullet had left)
             self._name_skipped(skipped, "its joint functions and loops were not enforced there; the bridge puts "
                                         "the state back onto them")
         if moved is not None and not reset_in_step:   # a reset: of dependent joints alone?
@@ -778,11 +780,20 @@ class OutsideWatch:
                 self._stops_after_reset(x)
 
     def _name_skipped(self, steps: int, what: str) -> None:
-        """One warning: stepSimulation() ran `steps` times since the last apply(); `what` it cost."""
+        """One warning: stepSimulation() ran `steps` times since the last apply(); `what` it cost. Where other
+        bridges share the client, the remedy says how to step them together: `bridge.step()` of each steps the whole
+        client (two bridges each calling step() were told to "use bridge.step()", which they did)."""
+        if "skipped" in self.warned:
+            return
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
+        others = [b for b in (p.getBodyUniqueId(i, physicsClientId=c) for i in range(p.getNumBodies(physicsClientId=c)))
+                  if b != body and p.getUserDataId(b, TOKEN_KEY, physicsClientId=c) >= 0]
+        remedy = ("call bridge.apply() before every stepSimulation() (or use bridge.step())" if not others else
+                  f"other bridges run bodies {others} of this client, and each bridge.step() steps the whole client: "
+                  "call apply() of every bridge, then stepSimulation() once")
         self.warn("skipped", f"stepSimulation() ran {steps} times since the last apply() (t = {self.bridge.time:.6g} "
                              "s): the steps after the first had none of the bridge's torques (PyBullet clears them "
-                             f"after every step), so {what}",
-                  "call bridge.apply() before every stepSimulation() (or use bridge.step())")
+                             f"after every step), so {what}", remedy)
 
     def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray, residual: np.ndarray) -> None:
         """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
