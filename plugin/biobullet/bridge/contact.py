@@ -609,7 +609,7 @@ class BridgeContacts:
         """One BridgeWarning when a scene pair's onset finds PyBullet's own rigid contact acting on the same pair
         in the last step: the pair filter the bridge set (`_scan_scene`) was switched on again by the user
         (setCollisionFilterPair(..., enableCollision=1)), and PyBullet's contact, solved inside stepSimulation,
-        pushes beside the file's law. Measured: a Hu–Guo ball (restitution 0.8) dropped on a box stuck to its top
+        pushes beside the file's law. Measured: a Hu–Guo ball (restitution 0.8) dropped on a box was held at its top
         (rebound 0 instead of the engine's 0.028 m), silently. Checked at onsets only (no per-step cost)."""
         if key[1] in self._rigid_named:
             return
