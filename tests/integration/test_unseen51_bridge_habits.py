@@ -458,7 +458,9 @@ def test_two_bridges_each_calling_step_are_told_to_apply_each_then_step_once(cli
     """Two coupled chains on one client, each driven by its own `bridge.step()`: every step() steps the whole
     client, so each body gets two steps per apply(). Before, the frame skip's remedy said "use bridge.step()" —
     what the user did. Now it names the other bridge's body and says: apply() of every bridge, then one
-    stepSimulation(). With that loop both hold the promise after every step, nothing named."""
+    stepSimulation(); the second bridge's first apply(), whose body the first's step() stepped without its torques,
+    names that too (before, only resets and restoreState). With that loop both hold the promise after every step,
+    nothing named."""
     client = client_240
     first, second = _quiet(Bridge, CHAIN, client=client), _quiet(Bridge, CHAIN, client=client)
     pybullet.resetBasePositionAndOrientation(second.body, [1, 0, 0], [0, 0, 0, 1], physicsClientId=client)
@@ -471,6 +473,7 @@ def test_two_bridges_each_calling_step_are_told_to_apply_each_then_step_once(cli
     assert len(said) == 2
     assert f"bodies [{second.body}]" in said[0] + said[1] and f"bodies [{first.body}]" in said[0] + said[1]
     assert all("stepSimulation() once" in text for text in said)
+    assert len([w for w in caught if "before this bridge's first apply()" in str(w.message)]) == 1
     first.close()
     second.close()
     first, second = _quiet(Bridge, CHAIN, client=client), _quiet(Bridge, CHAIN, client=client)

@@ -684,7 +684,7 @@ class OutsideWatch:
         if not self.rows or not (moved or sped):
             return
         self._dependent_reset(x, np.abs(x[self.jb:] - before[self.jb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max()),
-                              before, self._residual(x))
+                              before, self._residual(x), first=True)
         self._project(x, xd, reset=True)
 
     def _clean_loop_step(self, x: np.ndarray) -> None:
@@ -795,7 +795,8 @@ class OutsideWatch:
                              "s): the steps after the first had none of the bridge's torques (PyBullet clears them "
                              f"after every step), so {what}", remedy)
 
-    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray, residual: np.ndarray) -> None:
+    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray, residual: np.ndarray,
+                         first: bool = False) -> None:
         """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
         resetJointState of a joint the bridge puts back where its inputs place it) — or dependent joints and inputs
         did and left the rows (`residual` at x) beyond PROMISE: dependent joints set off their functions with their
@@ -812,7 +813,10 @@ class OutsideWatch:
             self.warn("reset_off_rows",
                       f"joints {', '.join(names[:3])}{' …' if len(names) > 3 else ''} (dependent) and their inputs "
                       f"jumped together at t = {bridge.time:.6g} s to a state {size:.3g} rad or m off constraint "
-                      f"{row!r}: set off the rows (resetJointState of dependent joints), or reset or restored "
+                      f"{row!r}: set off the rows (resetJointState of dependent joints), "
+                      + ("or stepped before this bridge's first apply() (stepSimulation() — also another bridge's "
+                         "step(), which steps the whole client — ran without its torques), " if first else "")
+                      + "or reset or restored "
                       "(restoreState) between apply() and stepSimulation(), a step that then ran with the torques "
                       "apply() computed for the state before (a restoreState does not rewind bridge.time: functions "
                       "of time hold at the bridge's clock); the bridge put the dependent joints back where their "
