@@ -488,3 +488,40 @@ def test_two_bridges_each_calling_step_are_told_to_apply_each_then_step_once(cli
             worst = max(worst, _elbow_residual(client, first.body), _elbow_residual(client, second.body))
     assert not [w for w in caught if issubclass(w.category, CouplingWarning)]
     assert worst <= PROMISE
+
+
+def _settle_then_push(client: int, sleeping: bool) -> tuple[np.ndarray, list[float], list[str]]:
+    """The coupled chain damped to rest for 10 s at 240 Hz (`generalized` −5 v), sleeping enabled first or not,
+    then 3 N·m on the shoulder for 1 s: (q at the end, elbow residual after each pushed step, CouplingWarnings)."""
+    bridge = _quiet(Bridge, CHAIN, client=client)
+    after = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if sleeping:
+            pybullet.changeDynamics(bridge.body, -1, activationState=pybullet.ACTIVATION_STATE_ENABLE_SLEEPING,
+                                    physicsClientId=client)
+        for _ in range(2400):
+            bridge.apply(generalized={"shoulder": -5.0 * bridge.generalized_state()[2][0]})
+            pybullet.stepSimulation(physicsClientId=client)
+        for _ in range(240):
+            bridge.apply(generalized={"shoulder": 3.0})
+            pybullet.stepSimulation(physicsClientId=client)
+            after.append(_elbow_residual(client, bridge.body))
+    q = bridge.generalized_state()[1]
+    bridge.close()
+    return q, after, [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+
+
+def test_a_body_let_sleep_moves_again_when_the_bridge_pushes_it(client_240):
+    """changeDynamics(activationState=ACTIVATION_STATE_ENABLE_SLEEPING) on the bridged chain (the bridge disables
+    sleeping at construction): at rest PyBullet puts it to sleep and stops stepping it. Its state then reads equal
+    bit for bit after a step, which the bridge took for apply() called twice: under 3 N·m on the shoulder for 1 s
+    it never moved (q stayed at rest), silently. Now the first such apply() wakes the body and disables sleeping;
+    the step that slept is named once, and the run ends where the same run without sleeping ends (to 1e-5 rad:
+    measured 8e-7, the one step's difference) with the coupling held after every pushed step."""
+    awake, _, quiet = _settle_then_push(client_240, sleeping=False)
+    assert quiet == []
+    q, after, said = _settle_then_push(client_240, sleeping=True)
+    assert len(said) == 1 and "asleep" in said[0], said
+    assert np.allclose(q, awake, atol=1e-5)
+    assert max(after) <= PROMISE

@@ -399,6 +399,7 @@ class OutsideWatch:
         self.jumped = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
         self._constraint = (-1, -1)   # (the user's PyBullet constraint `_cause` last named, its step; −1: none)
+        self._woke = -2               # step_index of the last repeated apply() (`_wake`)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
         self.step_index = 0
@@ -621,6 +622,7 @@ class OutsideWatch:
             # contact — `_step_moves`: a step then.)
             self.repeated = True
             self.step_index -= 1
+            self._wake()
             return False
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak, self.resting = np.inf, False   # the projection moves x in place
@@ -634,6 +636,18 @@ class OutsideWatch:
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
         return True
+
+    def _wake(self) -> None:
+        """Wake the body and keep it from sleeping again (one PyBullet call, on a repeated apply() only). A body the
+        user let sleep (changeDynamics(activationState=ACTIVATION_STATE_ENABLE_SLEEPING); the bridge disables
+        sleeping at construction, `connection.prepare_body`) is not stepped while asleep, and PyBullet has no getter
+        for that: its state then reads equal bit for bit after a step that should have moved it — what a repeated
+        apply() looks like. Before, it stayed asleep under every later torque (the coupled chain at rest, then 3 N·m
+        on the shoulder for 1 s: it never moved), silently; now the step after is its first step awake."""
+        p = self.bridge.pybullet
+        self._woke = self.step_index
+        p.changeDynamics(self.bridge.body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP
+                         | p.ACTIVATION_STATE_DISABLE_SLEEPING, physicsClientId=self.bridge.client)
 
     def _follow_gravity(self) -> None:
         """A floating base's COM velocity left the step PyBullet takes from the last one (`_surprise_py`'s base test)
@@ -1087,6 +1101,12 @@ class OutsideWatch:
                     "computed at the step's start, are held over sub-steps in which the state moves",
                     "no sub-steps: setPhysicsEngineParameter(numSubSteps=0) and a smaller time step (setTimeStep, "
                     "or bridge.set_time_step(dt, substeps=1))", "substeps")
+        if self.step_index == self._woke + 1:   # the step after a repeated apply() that woke the body (`_wake`)
+            return ("the body was asleep (changeDynamics(activationState=ACTIVATION_STATE_ENABLE_SLEEPING)) — PyBullet "
+                    "did not step it while the bridge's torques asked it to move, which the bridge cannot tell from "
+                    "apply() called twice before a step; it woke the body and disabled sleeping — or apply() was "
+                    "called twice before a step and something else acted",
+                    "leave sleeping disabled on a bridged body (the bridge disables it at construction)", "sleep")
         # (PyBullet reports none of changeDynamics' joint limits, maxJointVelocity or damping back: named as possible)
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
                 "changeDynamics damping, friction, joint limits (jointLowerLimit / jointUpperLimit) or "
