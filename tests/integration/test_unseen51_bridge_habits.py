@@ -525,3 +525,30 @@ def test_a_body_let_sleep_moves_again_when_the_bridge_pushes_it(client_240):
     assert len(said) == 1 and "asleep" in said[0], said
     assert np.allclose(q, awake, atol=1e-5)
     assert max(after) <= PROMISE
+
+
+def _rest_then_lift(tmp_path, sleeping: bool) -> tuple[float, float]:
+    """The drop ball (no rows) resting on its file's ground for 4 s at 1 ms, sleeping enabled first or not, then
+    lifted by 20 N on its joint for 0.3 s: (z at the end, the bridge's clock)."""
+    model = load_text(drop_urdf({"normal_law": "hunt_crossley", "stiffness": "1e5", "restitution": "0.5",
+                                 "ground_height": "0"}, radius=RADIUS), tmp_path)
+    with Bridge(model, dt=1e-3, initial={"drop": 0.06}) as bridge:
+        if sleeping:
+            pybullet.changeDynamics(bridge.body, -1, activationState=pybullet.ACTIVATION_STATE_ENABLE_SLEEPING,
+                                    physicsClientId=bridge.client)
+        for _ in range(4000):
+            bridge.step()
+        for _ in range(300):
+            bridge.step(tau={"drop": 20.0})
+        return float(bridge.state()[1][0]), bridge.time
+
+
+def test_a_resting_body_without_rows_let_sleep_keeps_its_clock_and_moves(tmp_path):
+    """The same habit on the plan without rows: the ball at rest on its contact fell asleep, every later step read
+    as apply() repeated — the clock stopped (2.386 s where PyBullet was at 4.3 s) and the lift started late (z 0.5164
+    instead of 0.5240 m), silently. Now the first such apply() wakes it for good: the run is the awake run's (z to
+    1e-9 m; the clock within the 2 steps that slept, counted as repeats)."""
+    z_awake, t_awake = _rest_then_lift(tmp_path, sleeping=False)
+    z, t = _rest_then_lift(tmp_path, sleeping=True)
+    assert z == pytest.approx(z_awake, abs=1e-9)
+    assert abs(t - t_awake) <= 2e-3 + 1e-9

@@ -449,6 +449,7 @@ class OutsideWatch:
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
             self.step_index -= 1
+            self._wake()
         elif jumped == 2:
             self._blind_step()
         return self.repeated
