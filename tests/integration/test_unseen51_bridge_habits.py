@@ -65,7 +65,7 @@ def _bounce(bridge: Bridge) -> tuple[float, float, float]:
 
 def _check_bounce(got: tuple[float, float, float], engine: tuple[float, float]) -> None:
     lowest, start, apex = got
-    assert lowest > TOP, f"the ball fell through the box (lowest {lowest:.4g} m, box top {TOP} m)"
+    assert lowest > TOP, f"the ball fell through (lowest {lowest:.4g} m, box top or ground at {TOP} m)"
     assert abs(start - engine[0]) <= 2 * DT
     assert apex == pytest.approx(engine[1], rel=1e-3)
 
@@ -552,3 +552,39 @@ def test_a_resting_body_without_rows_let_sleep_keeps_its_clock_and_moves(tmp_pat
     z, t = _rest_then_lift(tmp_path, sleeping=True)
     assert z == pytest.approx(z_awake, abs=1e-9)
     assert abs(t - t_awake) <= 2e-3 + 1e-9
+
+
+def test_a_cleanup_that_removes_every_body_but_the_robot_leaves_the_contacts_working(engine, tmp_path, client_240):
+    """A user's scene reset: removeBody of every body but the robot — the bridge's query sphere with them — then a
+    new box (PyBullet gives it the sphere's id). Before, the contact queried the removed sphere (no contact with
+    anything) and the box at its id was no scene body: the ball fell through it (z 0.10 m at 0.2 s over a box top
+    at 0.2 m), silently. Now the bridge makes its query sphere again: the engine's bounce on the box."""
+    client = client_240
+    bridge = _quiet(Bridge, _no_collision_ball(tmp_path), client=client, dt=DT)
+    _box(client, x=5.0)
+    bridge.step()
+    for body in {pybullet.getBodyUniqueId(i, physicsClientId=client)
+                 for i in range(pybullet.getNumBodies(physicsClientId=client))} - {bridge.body}:
+        pybullet.removeBody(body, physicsClientId=client)
+    box = _box(client)
+    got = _bounce(bridge)
+    assert pybullet.getBasePositionAndOrientation(box, physicsClientId=client)[0] == (0.0, 0.0, TOP - 0.1)
+    bridge.close()
+    _check_bounce(got, engine)
+
+
+def test_a_cleanup_that_removes_the_bridges_query_plane_leaves_the_files_ground(engine, tmp_path, client_240):
+    """contact_geometry="pybullet": the bridge queries a plane body of its own for the file's ground. The user's
+    cleanup removes every body but the robot, the plane with them; before, the contact then had no ground (the
+    ball fell through where the file's ground is). Now the plane is made again: the engine's bounce on it."""
+    client = client_240
+    model = load_text(drop_urdf({**HU_GUO, "ground_height": repr(TOP)}, radius=RADIUS), tmp_path)
+    bridge = _quiet(Bridge, model, client=client, dt=DT, contact_geometry="pybullet", scene_contacts=False)
+    assert bridge.contacts.geometry_of("C") == "pybullet"
+    bridge.step()
+    for body in {pybullet.getBodyUniqueId(i, physicsClientId=client)
+                 for i in range(pybullet.getNumBodies(physicsClientId=client))} - {bridge.body}:
+        pybullet.removeBody(body, physicsClientId=client)
+    got = _bounce(bridge)
+    bridge.close()
+    _check_bounce(got, engine)

@@ -191,8 +191,6 @@ class BridgeContacts:
         grounds = set(self._own_grounds) | ({int(ground_body)} if ground_body is not None else set())
         for ground in sorted(grounds):
             self.disable_rigid_contact(ground)
-        for plane in self._own_grounds:
-            self._mark_query(plane)
         self._marks: list[int] = []            # user data CONTACT_KEY on this body's contact links (scene on)
         #: torques() watches the client's body count: for the scene, and for a `ground_body` queried for geometry
         #: (its removal is followed: `_ground_gone`)
@@ -290,6 +288,7 @@ class BridgeContacts:
         shape = p.createCollisionShape(p.GEOM_PLANE, planeNormal=list(ground.normal), physicsClientId=c)
         plane = p.createMultiBody(0, shape, basePosition=(ground.height * ground.n).tolist(), physicsClientId=c)
         p.setCollisionFilterGroupMask(plane, -1, 0, 0, physicsClientId=c)
+        self._mark_query(plane)
         self._own_grounds.append(plane)
         return plane
 
@@ -327,10 +326,8 @@ class BridgeContacts:
         for body in owned:   # only what is still ours: after resetSimulation an old id is another body (before,
             # a stale bridge's close() removed the next episode's robot at its query sphere's id)
             try:
-                data = p.getUserDataId(body, QUERY_KEY, physicsClientId=c)
-                if data < 0 or p.getUserData(data, physicsClientId=c) not in (self._stamp, self._stamp.encode()):
-                    continue
-                p.removeBody(body, physicsClientId=c)
+                if self._ours(body):
+                    p.removeBody(body, physicsClientId=c)
             except p.error:
                 pass
 
@@ -667,15 +664,43 @@ class BridgeContacts:
         p, c = self.bridge.pybullet, self.bridge.client
         for k, contact in enumerate(self.contacts):
             index, reason = self._collision_sphere(contact)
-            if reason is None:
-                self._sources[k] = (self.bridge.body, index, 0.0)
-                continue
-            radius = max(contact.radius, QUERY_RADIUS)
-            shape = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=c)
-            sphere = p.createMultiBody(0, shape, basePosition=[0.0, 0.0, -1e6], physicsClientId=c)
-            p.setCollisionFilterGroupMask(sphere, -1, 0, 0, physicsClientId=c)
-            self._mark_query(sphere)
-            self._sources[k] = (sphere, -1, radius - contact.radius)
+            self._sources[k] = (self.bridge.body, index, 0.0) if reason is None else self._query_sphere(contact)
+
+    def _query_sphere(self, contact) -> tuple[int, int, float]:
+        """A query sphere body for `contact` (collision group and mask 0: it touches nothing): (body, −1, offset)."""
+        p, c = self.bridge.pybullet, self.bridge.client
+        radius = max(contact.radius, QUERY_RADIUS)
+        shape = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=c)
+        sphere = p.createMultiBody(0, shape, basePosition=[0.0, 0.0, -1e6], physicsClientId=c)
+        p.setCollisionFilterGroupMask(sphere, -1, 0, 0, physicsClientId=c)
+        self._mark_query(sphere)
+        return sphere, -1, radius - contact.radius
+
+    def _ours(self, body: int) -> bool:
+        """Whether `body` is still one of this object's query bodies (it carries its mark)."""
+        p, c = self.bridge.pybullet, self.bridge.client
+        data = p.getUserDataId(body, QUERY_KEY, physicsClientId=c)
+        return data >= 0 and p.getUserData(data, physicsClientId=c) in (self._stamp, self._stamp.encode())
+
+    def _renew_query_objects(self, current: set[int]) -> None:
+        """Make again the query spheres and planes the user removed — a cleanup loop over every body but the robot
+        removes them too. Before, the contact queried a body that was gone (no contact with anything: a ball fell
+        through a box made afterwards), and a user's body given the sphere's id was moved to the contact every step
+        and queried as the sphere, silently."""
+        for k, source in enumerate(self._sources):
+            if source is not None and source[0] != self.bridge.body and not (source[0] in current
+                                                                              and self._ours(source[0])):
+                self._seen.discard(source[0])   # (its id, if taken again, is a new body: scanned)
+                self._sources[k] = self._query_sphere(self.contacts[k])
+        for old in [plane for plane in self._own_grounds if not (plane in current and self._ours(plane))]:
+            self._seen.discard(old)
+            self._own_grounds.remove(old)
+            users = [k for k, query in enumerate(self._queries) if query is not None and query[1] == old]
+            plane = self._create_plane(self.contacts[users[0]].ground) if users else None
+            for k in users:
+                self._queries[k] = (self._queries[k][0], plane)
+            if plane is not None:
+                self.disable_rigid_contact(plane)
 
     def _contact_links(self) -> list[int]:
         """PyBullet link indices of the model's links that carry a `<contact>`."""
@@ -711,13 +736,14 @@ class BridgeContacts:
         if count == self._n_bodies:
             return
         self._n_bodies = count
+        current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
+        self._renew_query_objects(current)
+        if self._ground_body is not None and self._ground_body not in current:
+            self._ground_gone()   # (its id may come back as another body: then a scene body)
         excluded = {body} | set(self._own_grounds)
         if self._ground_body is not None:
             excluded.add(self._ground_body)
         links = self._contact_links()
-        current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
-        if self._ground_body is not None and self._ground_body not in current:
-            self._ground_gone()   # (its id may come back as another body: then a scene body)
         if not self.scene:
             return
         self._scene = [b for b in self._scene if b in current]
