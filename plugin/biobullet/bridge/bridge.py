@@ -62,7 +62,7 @@ from biobullet.core.native import import_pybullet
 from biobullet.core.arguments import first_flag, number_argument
 from biobullet.core.errors import ModelError, SolverError, did_you_mean
 from biobullet.core.jit import direct_entry
-from biobullet.bridge.connection import load_body, loaded_base_pose, prepare_body, resolve_client
+from biobullet.bridge.connection import body_argument, load_body, loaded_base_pose, prepare_body, resolve_client
 from biobullet.bridge.inertia import massless_base_error, massless_links, match_inertia
 from biobullet.constraints.equations import constraint_set
 from biobullet.constraints.solve import ConstraintRows, Corrector, constrained_acceleration, velocity_projection
@@ -199,6 +199,8 @@ class Bridge:
                                                  and contact_geometry in GEOMETRIES):
             raise ModelError(f"argument 'contact_geometry' is {contact_geometry!r:.60}", attribute="contact_geometry",
                              expected="None, " + " or ".join(repr(name) for name in GEOMETRIES))
+        if ground_body is not None:   # (its existence is checked on the client: BridgeContacts)
+            ground_body = body_argument(ground_body, "ground_body")
         if query_distance is not None:
             query_distance = number_argument(query_distance, "query_distance", positive=True,
                                              expected="a positive distance (m)")
@@ -352,9 +354,10 @@ class Bridge:
             # the body the bridge loaded into the user's client (a body_id the user passed stays the user's);
             # its lifecycle token is gone with it, so a later Bridge on the same client is not confused
             try:
-                for cid in getattr(self, "native_constraints", {}).values():
-                    self.pybullet.removeConstraint(cid, physicsClientId=self.client)
-                if ensure_owned_body(self):
+                if ensure_owned_body(self):   # (after resetSimulation its constraint ids are the next episode's: before,
+                    # an old bridge closed late removed the new bridge's native loop constraint at the same id)
+                    for cid in getattr(self, "native_constraints", {}).values():
+                        self.pybullet.removeConstraint(cid, physicsClientId=self.client)
                     self.pybullet.removeBody(self.body, physicsClientId=self.client)
             except self.pybullet.error:
                 pass

@@ -99,18 +99,26 @@ def load_body(model, client: int, body_id: int | None) -> int:
                                       flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
         except p.error as exc:
             raise ModelError(f"PyBullet cannot load the file ({exc})", file=model.file) from None
-    if isinstance(body_id, bool) or not isinstance(body_id, (int, np.integer)):
-        raise ModelError(f"argument 'body_id' is {type(body_id).__name__}", attribute="body_id",
-                         expected="the int that loadURDF returned")
-    try:
-        p.getBodyInfo(int(body_id), physicsClientId=client)
-    except p.error:
-        raise ModelError(f"no body {body_id} in PyBullet client {client}", attribute="body_id") from None
-    if int(body_id) not in [p.getBodyUniqueId(i, physicsClientId=client)
-                            for i in range(p.getNumBodies(physicsClientId=client))]:
-        raise ModelError(f"no body {body_id} in PyBullet client {client}", attribute="body_id")
-    check_user_body(model, client, int(body_id))
-    return int(body_id)
+    body_id = existing_body(client, body_argument(body_id, "body_id"), "body_id")
+    check_user_body(model, client, body_id)
+    return body_id
+
+
+def body_argument(body, argument: str) -> int:
+    """`body` as a PyBullet body id (int), or one ModelError naming `argument` (a bool, float or text is none)."""
+    if isinstance(body, bool) or not isinstance(body, (int, np.integer)):
+        raise ModelError(f"argument {argument!r} is {type(body).__name__}", attribute=argument,
+                         expected="the int that loadURDF / createMultiBody returned")
+    return int(body)
+
+
+def existing_body(client: int, body: int, argument: str) -> int:
+    """`body` if it is a body of `client`, else one ModelError naming `argument`."""
+    p = import_pybullet()
+    if body not in [p.getBodyUniqueId(i, physicsClientId=client)
+                    for i in range(p.getNumBodies(physicsClientId=client))]:
+        raise ModelError(f"no body {body} in PyBullet client {client}", attribute=argument)
+    return body
 
 
 def checked_text(model) -> bytes | None:

@@ -22,7 +22,8 @@ Two kinds of counterpart:
   link) pair. The force F acts on the model (τ = J_pᵀF, through the constraint solve) and −F on the other body
   at p (applyExternalForce, WORLD_FRAME; ignored by PyBullet for a static body). PyBullet's own rigid contact
   between the contact links and every scene body is switched off. Excluded from the scene: the bridge's own body,
-  the query objects of every bridge, and `ground_body` (the user's stand-in for the file's ground).
+  the query objects of every bridge (PyBullet user data `QUERY_KEY` on them), and `ground_body` (the user's
+  stand-in for the file's ground; removed, its contacts take the file's analytic ground).
 
 Geometry of the file's ground (`geometry=`, the bridge's `contact_geometry`):
 
@@ -66,6 +67,7 @@ The log (`intervals`) has the same fields as the engine's (impulse Σ F_N dt, pe
 """
 from __future__ import annotations
 
+import uuid
 import warnings
 
 import numpy as np
@@ -94,6 +96,7 @@ from biobullet.contact.kernels import (
     pull_state,
     state_row,
 )
+from biobullet.bridge.connection import body_argument, existing_body
 from biobullet.core.errors import ModelError
 
 GEOMETRIES = ("pybullet", "analytic")
@@ -105,8 +108,14 @@ OUTSIDE_QUERY_DISTANCE = 1.0e4
 MATCH_TOLERANCE = 1.0e-9
 #: smallest radius of a query sphere [m] (a point contact is queried as a sphere of this radius, δ corrected)
 QUERY_RADIUS = 1.0e-3
-#: per client: query bodies (planes, spheres) of every bridge — never part of another bridge's scene
-QUERY_OBJECTS: dict[int, set[int]] = {}
+#: user-data key marking a query body (plane, sphere) of a bridge — never part of any bridge's scene. The mark lives
+#: on the body in PyBullet, not in a table of ids here: PyBullet gives a removed body's id, and a disconnected
+#: client's id, to the next one created, and `resetSimulation` clears every body at once, so an id once a query
+#: object's may be a user's box in the next episode (before: that box was skipped, and a ball fell through it)
+QUERY_KEY = "biobullet.query"
+#: user-data key on every link of a bridged body that carries a `<contact>` acting on scene bodies: a bridge whose
+#: contact touches such a link knows that the other bridge's law pushes the same pair (`_both_push`)
+CONTACT_KEY = "biobullet.contact"
 #: switched friction chatters on the bridge once its slide reversed this many times in a row, each within
 #: `contact.kernels.CHATTER_GAP` steps of the last (`BridgeContacts._watch_chatter`; a stuck block on an incline
 #: reverses twice every ~9 steps, a rolling ball every step)
@@ -138,6 +147,9 @@ class BridgeContacts:
             raise ModelError(f"argument 'query_distance' is {query_distance!r}", attribute="query_distance",
                              expected="a positive distance (m)")
         self.bridge = bridge
+        #: this object's value of its user-data marks (QUERY_KEY, CONTACT_KEY): `close()` removes only what still
+        #: carries it — after resetSimulation an old id may be the next episode's robot or box
+        self._stamp = uuid.uuid4().hex
         self._read_state = read_state   # () → (x, ẋ): the bridge's state read (one getJointStates on a fixed base)
         self.geometry = geometry
         self.query_distance = float(query_distance)
@@ -145,15 +157,23 @@ class BridgeContacts:
         templates = contact_elements(model) if contacts is None else tuple(contacts)
         self.contacts = [c.for_run(model) for c in templates]
         self._own_grounds: list[int] = []
-        self._ground_body = None if ground_body is None else int(ground_body)
+        if ground_body is not None:   # (before, an id of no body was taken: the contact had no ground, silently)
+            ground_body = existing_body(bridge.client, body_argument(ground_body, "ground_body"), "ground_body")
+            if ground_body == bridge.body:
+                raise ModelError(f"argument 'ground_body' is {ground_body}, the bridge's own body",
+                                 attribute="ground_body", expected="another body of the client (a plane, a box)")
+        self._ground_body = ground_body
         self.scene = bool(scene)
         self._scene: list[int] = []            # other bodies in the client (see the module docstring)
         self._seen: set[int] = set()
         self._n_bodies = -1
         self._sources: list = [None] * len(self.contacts)   # per contact: (body, link, radius offset) for the scene
         self._pairs: dict[tuple[int, int, int], object] = {}  # (contact, body, link) → Contact run copy
+        self._retired: list[tuple[tuple[int, int, int], object]] = []   # pairs of removed bodies (their logs)
         self._touching: set[tuple[int, int, int]] = set()    # scene pairs in contact (their onsets: `_double_ground`)
         self._double_named: set[int] = set()                  # scene bodies `_double_ground` named
+        self._both_named: set[int] = set()                    # scene bodies `_both_push` named
+        self._rigid_named: set[int] = set()                   # scene bodies `_rigid_too` named
         self._reactions: list = []            # (body, link, −F, p) of the last torques() for the other bodies
         #: steps to the next chatter watch (`_watch_chatter`; None: no contact has switched friction)
         self._chatter_in = (CHATTER_EVERY if any(c.friction_law.discontinuous for c in templates) else None)
@@ -171,10 +191,16 @@ class BridgeContacts:
         grounds = set(self._own_grounds) | ({int(ground_body)} if ground_body is not None else set())
         for ground in sorted(grounds):
             self.disable_rigid_contact(ground)
-        QUERY_OBJECTS.setdefault(bridge.client, set()).update(self._own_grounds)
+        self._marks: list[int] = []            # user data CONTACT_KEY on this body's contact links (scene on)
+        #: torques() watches the client's body count: for the scene, and for a `ground_body` queried for geometry
+        #: (its removal is followed: `_ground_gone`)
+        self._counting = self.scene or any(q is not None for q in self._queries)
         if self.scene:
             self._set_up_sources()
             self._scan_scene()
+            for link in self._contact_links():
+                self._marks.append(bridge.pybullet.addUserData(bridge.body, CONTACT_KEY, self._stamp, link,
+                                                               physicsClientId=bridge.client))
         self._set_up_kernels()
         self.restart()
 
@@ -204,6 +230,7 @@ class BridgeContacts:
         model = self.bridge.model
         self.contacts = [c.for_run(model) for c in self.contacts]
         self._pairs.clear()
+        self._retired.clear()
         t = self.bridge.time
         for contact, kin in zip(self.contacts, self.kinematics()):
             contact.begin(model, t, kin)
@@ -261,6 +288,7 @@ class BridgeContacts:
         shape = p.createCollisionShape(p.GEOM_PLANE, planeNormal=list(ground.normal), physicsClientId=c)
         plane = p.createMultiBody(0, shape, basePosition=(ground.height * ground.n).tolist(), physicsClientId=c)
         p.setCollisionFilterGroupMask(plane, -1, 0, 0, physicsClientId=c)
+        self._mark_query(plane)
         self._own_grounds.append(plane)
         return plane
 
@@ -286,12 +314,20 @@ class BridgeContacts:
     def close(self) -> None:
         """Remove the ground planes this object created (a client the bridge owns is closed by the bridge)."""
         p, c = self.bridge.pybullet, self.bridge.client
-        owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[1] == -1]
+        owned = self._own_grounds + [s[0] for s in self._sources if s is not None and s[0] != self.bridge.body]
         self._own_grounds, self._sources = [], [None] * len(self.contacts)
-        for body in owned:
-            QUERY_OBJECTS.get(c, set()).discard(body)
+        for data in self._marks:   # (a body_id of the user's stays: it is no bridged contact link any more)
             try:
-                p.removeBody(body, physicsClientId=c)
+                if p.getUserData(data, physicsClientId=c) in (self._stamp, self._stamp.encode()):
+                    p.removeUserData(data, physicsClientId=c)
+            except p.error:
+                pass
+        self._marks = []
+        for body in owned:   # only what is still ours: after resetSimulation an old id is another body (before,
+            # a stale bridge's close() removed the next episode's robot at its query sphere's id)
+            try:
+                if self._ours(body):
+                    p.removeBody(body, physicsClientId=c)
             except p.error:
                 pass
 
@@ -445,7 +481,7 @@ class BridgeContacts:
             records.append((contact.name, kin, force, None, None))
             if force is not None:
                 tau += kin.generalized(force)
-        if self.scene:
+        if self._counting:   # scene bodies, or a user's body standing for the file's ground (`_scan_scene`)
             if bridge.pybullet.getNumBodies(physicsClientId=bridge.client) != self._n_bodies:
                 self._scan_scene()
             if self._scene:
@@ -459,9 +495,11 @@ class BridgeContacts:
                         self._reactions.append((key[1], key[2], -force, kin.point))
                     if kin.delta <= 0.0:
                         self._touching.discard(key)
-                    elif key not in self._touching:   # an onset: is it the file's ground a second time?
+                    elif key not in self._touching:   # an onset: the file's ground or another bridge's law again?
                         self._touching.add(key)
                         self._double_ground(key, kin)
+                        self._both_push(key, kin)
+                        self._rigid_too(key)
         self._records = records
         if self._chatter_in is not None:
             self._chatter_in -= 1
@@ -545,6 +583,48 @@ class BridgeContacts:
                           "stand for the file's ground, or scene_contacts=False, or remove the body", BridgeWarning,
                           stacklevel=5)
 
+    def _both_push(self, key: tuple[int, int, int], kin: ContactKinematics) -> None:
+        """One BridgeWarning when a scene pair's onset is on a link of another bridged body that carries a
+        `<contact>` of its own (`CONTACT_KEY`): that bridge finds the same touch from its side, applies its law and
+        the reaction on this body, so the pair bears the sum of both laws. Measured: two 1 kg balls (Kelvin–Voigt,
+        k = 1e4 N/m each) meeting at 2 m/s overlapped by 0.0100 m instead of one law's 0.0141 m, silently."""
+        if key[1] in self._both_named:
+            return
+        p, c = self.bridge.pybullet, self.bridge.client
+        if p.getUserDataId(key[1], CONTACT_KEY, key[2], physicsClientId=c) < 0:
+            return
+        self._both_named.add(key[1])
+        from biobullet.bridge.lifecycle import BridgeWarning
+        warnings.warn(f"{self.bridge.model.file}: contact {self.contacts[key[0]].name!r} touches PyBullet body "
+                      f"{key[1]} (link {key[2]}), a body another Bridge runs with a <contact> on that link: each "
+                      "bridge finds the touch and applies its own law and the reaction on the other body, so the pair "
+                      f"bears the sum of both laws' forces (penetration {kin.delta:.3g} m). Remedy: "
+                      "scene_contacts=False on one of the two bridges (the other's law then acts alone on the pair)",
+                      BridgeWarning, stacklevel=5)
+
+    def _rigid_too(self, key: tuple[int, int, int]) -> None:
+        """One BridgeWarning when a scene pair's onset finds PyBullet's own rigid contact acting on the same pair
+        in the last step: the pair filter the bridge set (`_scan_scene`) was switched on again by the user
+        (setCollisionFilterPair(..., enableCollision=1)), and PyBullet's contact, solved inside stepSimulation,
+        pushes beside the file's law. Measured: a Hu–Guo ball (restitution 0.8) dropped on a box was held at its top
+        (rebound 0 instead of the engine's 0.028 m), silently. Checked at onsets only (no per-step cost)."""
+        if key[1] in self._rigid_named:
+            return
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
+        link = self.bridge.map.link_index.get(self.contacts[key[0]].link, -1)
+        if not p.getContactPoints(body, key[1], link, key[2], physicsClientId=c):
+            return
+        self._rigid_named.add(key[1])
+        from biobullet.bridge.lifecycle import BridgeWarning
+        warnings.warn(f"{self.bridge.model.file}: PyBullet's own rigid contact acts between link "
+                      f"{self.contacts[key[0]].link!r} and PyBullet body {key[1]} (link {key[2]}) beside contact "
+                      f"{self.contacts[key[0]].name!r}: the collision filter the bridge switched off for the pair was "
+                      "switched on again (setCollisionFilterPair(..., enableCollision=1)) — or the body has more links "
+                      "than one removed at its id between the same two apply() calls — so both push it and the "
+                      "file's law is not what the pair bears. Remedy: leave PyBullet's contact off for that pair "
+                      "(setCollisionFilterPair(..., enableCollision=0)), or scene_contacts=False to leave the scene "
+                      "to PyBullet", BridgeWarning, stacklevel=5)
+
     def _replay(self, events: int, t: float) -> None:
         """After the ground call: its onsets and separations on the ContactState objects (or the divergence)."""
         if events < 0:   # PyBullet diverged: state() raises the DivergenceError naming dt
@@ -582,36 +662,105 @@ class BridgeContacts:
     def _set_up_sources(self) -> None:
         """Per contact: its link's collision sphere (offset 0) or a query sphere body (offset r_query − r)."""
         p, c = self.bridge.pybullet, self.bridge.client
-        objects = QUERY_OBJECTS.setdefault(c, set())
         for k, contact in enumerate(self.contacts):
             index, reason = self._collision_sphere(contact)
-            if reason is None:
-                self._sources[k] = (self.bridge.body, index, 0.0)
-                continue
-            radius = max(contact.radius, QUERY_RADIUS)
-            shape = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=c)
-            sphere = p.createMultiBody(0, shape, basePosition=[0.0, 0.0, -1e6], physicsClientId=c)
-            p.setCollisionFilterGroupMask(sphere, -1, 0, 0, physicsClientId=c)
-            objects.add(sphere)
-            self._sources[k] = (sphere, -1, radius - contact.radius)
+            self._sources[k] = (self.bridge.body, index, 0.0) if reason is None else self._query_sphere(contact)
+
+    def _query_sphere(self, contact) -> tuple[int, int, float]:
+        """A query sphere body for `contact` (collision group and mask 0: it touches nothing): (body, −1, offset)."""
+        p, c = self.bridge.pybullet, self.bridge.client
+        radius = max(contact.radius, QUERY_RADIUS)
+        shape = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=c)
+        sphere = p.createMultiBody(0, shape, basePosition=[0.0, 0.0, -1e6], physicsClientId=c)
+        p.setCollisionFilterGroupMask(sphere, -1, 0, 0, physicsClientId=c)
+        self._mark_query(sphere)
+        return sphere, -1, radius - contact.radius
+
+    def _ours(self, body: int) -> bool:
+        """Whether `body` is still one of this object's query bodies (it carries its mark)."""
+        p, c = self.bridge.pybullet, self.bridge.client
+        data = p.getUserDataId(body, QUERY_KEY, physicsClientId=c)
+        return data >= 0 and p.getUserData(data, physicsClientId=c) in (self._stamp, self._stamp.encode())
+
+    def _renew_query_objects(self, current: set[int]) -> None:
+        """Make again the query spheres and planes the user removed — a cleanup loop over every body but the robot
+        removes them too. Before, the contact queried a body that was gone (no contact with anything: a ball fell
+        through a box made afterwards), and a user's body given the sphere's id was moved to the contact every step
+        and queried as the sphere, silently."""
+        for k, source in enumerate(self._sources):
+            if source is not None and source[0] != self.bridge.body and not (source[0] in current
+                                                                              and self._ours(source[0])):
+                self._seen.discard(source[0])   # (its id, if taken again, is a new body: scanned)
+                self._sources[k] = self._query_sphere(self.contacts[k])
+        for old in [plane for plane in self._own_grounds if not (plane in current and self._ours(plane))]:
+            self._seen.discard(old)
+            self._own_grounds.remove(old)
+            users = [k for k, query in enumerate(self._queries) if query is not None and query[1] == old]
+            plane = self._create_plane(self.contacts[users[0]].ground) if users else None
+            for k in users:
+                self._queries[k] = (self._queries[k][0], plane)
+            if plane is not None:
+                self.disable_rigid_contact(plane)
+
+    def _contact_links(self) -> list[int]:
+        """PyBullet link indices of the model's links that carry a `<contact>`."""
+        index = self.bridge.map.link_index
+        return sorted({index[k.link] for k in self.contacts if k.link in index})
+
+    def _ground_gone(self) -> None:
+        """The user removed the `ground_body` that stood for the file's ground: its contacts take the file's own
+        analytic ground from now on, named once (before, getClosestPoints found nothing and they had no ground at
+        all: a ball fell through where its <contact> ground was, silently)."""
+        gone, self._ground_body = self._ground_body, None
+        names = [c.name for c, q in zip(self.contacts, self._queries) if q is not None and q[1] == gone]
+        self._queries = [None if q is not None and q[1] == gone else q for q in self._queries]
+        if names:
+            from biobullet.bridge.lifecycle import BridgeWarning
+            warnings.warn(f"{self.bridge.model.file}: PyBullet body {gone}, the ground_body standing for the model "
+                          f"file's ground of contact(s) {', '.join(map(repr, names))}, was removed from the client: "
+                          "they take the file's own <contact> ground (the analytic plane of ground_height / "
+                          "ground_normal) from now on. Remedy: a new Bridge(..., ground_body=...) for another body",
+                          BridgeWarning, stacklevel=5)
+
+    def _mark_query(self, body: int) -> None:
+        """Mark `body` as a query object of a bridge (`QUERY_KEY`): no bridge takes it for a scene body."""
+        self.bridge.pybullet.addUserData(body, QUERY_KEY, self._stamp, physicsClientId=self.bridge.client)
 
     def _scan_scene(self) -> None:
-        """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed)."""
+        """Add bodies that appeared since the last scan (one getNumBodies call when nothing changed). A body removed
+        is forgotten with its pairs' states: PyBullet gives its id to the next body created, which is scanned as
+        new (before, an id once seen was never scanned again: a box put where a removed one had been was no scene
+        body, and its PyBullet contact stayed switched off by the pair filter set for the old one)."""
         p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
         count = p.getNumBodies(physicsClientId=c)
         if count == self._n_bodies:
             return
         self._n_bodies = count
-        excluded = QUERY_OBJECTS.get(c, set()) | {body} | set(self._own_grounds)
+        current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
+        self._renew_query_objects(current)
+        if self._ground_body is not None and self._ground_body not in current:
+            self._ground_gone()   # (its id may come back as another body: then a scene body)
+        excluded = {body} | set(self._own_grounds)
         if self._ground_body is not None:
             excluded.add(self._ground_body)
-        links = sorted({self.bridge.map.link_index[k.link] for k in self.contacts
-                        if k.link in self.bridge.map.link_index})
-        current = {p.getBodyUniqueId(i, physicsClientId=c) for i in range(count)}
+        links = self._contact_links()
+        if not self.scene:
+            return
         self._scene = [b for b in self._scene if b in current]
+        self._seen &= current
+        for key in [key for key in self._pairs if key[1] not in current]:   # (their logs stay in intervals())
+            pair = self._pairs.pop(key)
+            row = self._rows.pop(key, None)
+            if row is not None:
+                pull_state(row, pair.state)
+            self._retired.append((key, pair))
+            self._touching.discard(key)
+        self._double_named &= current
+        self._both_named &= current
+        self._rigid_named &= current
         for other in sorted(current - self._seen):
             self._seen.add(other)
-            if other in excluded:
+            if other in excluded or p.getUserDataId(other, QUERY_KEY, physicsClientId=c) >= 0:
                 continue
             self._scene.append(other)
             for link in links:                  # PyBullet's rigid contact off on every link of the other body
@@ -631,14 +780,13 @@ class BridgeContacts:
             rotation, origin = frame_placement(model, x, contact.link, placements)
             centre = rotation @ contact.xyz + origin
             body, link, offset = source
-            if link == -1:
+            if body != self.bridge.body:   # a query sphere (the model's own base link is link −1 too: not moved)
                 p.resetBasePositionAndOrientation(body, centre.tolist(), [0.0, 0.0, 0.0, 1.0], physicsClientId=c)
             distance = OUTSIDE_QUERY_DISTANCE if contact.normal_law.acts_outside_contact else self.query_distance
             for other in self._scene:
                 stale = True   # the other body's link transforms are PyBullet's cached ones (see `_point_velocity`)
                 nearest: dict[int, tuple] = {}
-                points = (p.getClosestPoints(body, other, distance, link, physicsClientId=c) if link != -1 else
-                          p.getClosestPoints(body, other, distance, physicsClientId=c))
+                points = p.getClosestPoints(body, other, distance, link, physicsClientId=c)
                 for item in points:
                     if item[4] not in nearest or item[8] < nearest[item[4]][8]:
                         nearest[item[4]] = item
@@ -696,7 +844,7 @@ class BridgeContacts:
         self.sync_states()
         out = [{**i.as_dict(), "contact": c.name} for c in self.contacts for i in c.state.intervals]
         out += [{**i.as_dict(), "contact": c.name, "body": key[1], "link": key[2]}
-                for key, c in self._pairs.items() for i in c.state.intervals]
+                for key, c in [*self._retired, *self._pairs.items()] for i in c.state.intervals]
         return sorted(out, key=lambda item: item["start"])
 
 

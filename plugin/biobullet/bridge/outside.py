@@ -46,7 +46,7 @@ import numpy as np
 
 from biobullet.core import jit
 from biobullet.bridge.connection import check_real_time
-from biobullet.bridge.lifecycle import BridgeWarning, DivergenceError, RUNAWAY_RATE
+from biobullet.bridge.lifecycle import TOKEN_KEY, BridgeWarning, DivergenceError, RUNAWAY_RATE
 
 #: the promise: every joint function and loop holds to this after every step (rad or m), or the bridge says why
 PROMISE = 1.0e-6
@@ -398,6 +398,8 @@ class OutsideWatch:
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
         self.disturbed_steps = 0      # steps in which something outside the solve acted (or a reset)
+        self._constraint = (-1, -1)   # (the user's PyBullet constraint `_cause` last named, its step; −1: none)
+        self._woke = -2               # step_index of the last repeated apply() (`_wake`)
         self.projections = 0          # projections onto the constraint manifold written back to PyBullet
         self.max_residual = 0.0       # largest |Φ| seen after a step (rad or m), before its projection
         self.step_index = 0
@@ -447,6 +449,7 @@ class OutsideWatch:
         self.repeated = same and self._step_moves(x, xd)
         if self.repeated:
             self.step_index -= 1
+            self._wake()
         elif jumped == 2:
             self._blind_step()
         return self.repeated
@@ -620,6 +623,7 @@ class OutsideWatch:
             # contact — `_step_moves`: a step then.)
             self.repeated = True
             self.step_index -= 1
+            self._wake()
             return False
         if disturbed and self.rows:   # without joint functions or loops there is nothing to hold
             self.peak, self.resting = np.inf, False   # the projection moves x in place
@@ -633,6 +637,18 @@ class OutsideWatch:
                 and "loop_step" not in self.warned):
             self._clean_loop_step(x)
         return True
+
+    def _wake(self) -> None:
+        """Wake the body and keep it from sleeping again (one PyBullet call, on a repeated apply() only). A body the
+        user let sleep (changeDynamics(activationState=ACTIVATION_STATE_ENABLE_SLEEPING); the bridge disables
+        sleeping at construction, `connection.prepare_body`) is not stepped while asleep, and PyBullet has no getter
+        for that: its state then reads equal bit for bit after a step that should have moved it — what a repeated
+        apply() looks like. Before, it stayed asleep under every later torque (the coupled chain at rest, then 3 N·m
+        on the shoulder for 1 s: it never moved), silently; now the step after is its first step awake."""
+        p = self.bridge.pybullet
+        self._woke = self.step_index
+        p.changeDynamics(self.bridge.body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP
+                         | p.ACTIVATION_STATE_DISABLE_SLEEPING, physicsClientId=self.bridge.client)
 
     def _follow_gravity(self) -> None:
         """A floating base's COM velocity left the step PyBullet takes from the last one (`_surprise_py`'s base test)
@@ -683,7 +699,7 @@ class OutsideWatch:
         if not self.rows or not (moved or sped):
             return
         self._dependent_reset(x, np.abs(x[self.jb:] - before[self.jb:]) > JUMP_TOLERANCE * (1.0 + np.abs(x).max()),
-                              before, self._residual(x))
+                              before, self._residual(x), first=True)
         self._project(x, xd, reset=True)
 
     def _clean_loop_step(self, x: np.ndarray) -> None:
@@ -742,6 +758,8 @@ class OutsideWatch:
             self._undo_step(x, xd, moved, stepped)
             self.reset_in_step = (self.step_index, self._reset_in_step_message(reset_in_step))
         elif skipped:
+            bridge.time += (skipped - 1) * bridge.dt   # PyBullet's clock ran the skipped steps: the rows' t follows
+            # (before, the clock counted one step per apply(): a time-dependent row held at a time PyBullet had left)
             self._name_skipped(skipped, "its joint functions and loops were not enforced there; the bridge puts "
                                         "the state back onto them")
         if moved is not None and not reset_in_step:   # a reset: of dependent joints alone?
@@ -777,13 +795,23 @@ class OutsideWatch:
                 self._stops_after_reset(x)
 
     def _name_skipped(self, steps: int, what: str) -> None:
-        """One warning: stepSimulation() ran `steps` times since the last apply(); `what` it cost."""
+        """One warning: stepSimulation() ran `steps` times since the last apply(); `what` it cost. Where other
+        bridges share the client, the remedy says how to step them together: `bridge.step()` of each steps the whole
+        client (two bridges each calling step() were told to "use bridge.step()", which they did)."""
+        if "skipped" in self.warned:
+            return
+        p, c, body = self.bridge.pybullet, self.bridge.client, self.bridge.body
+        others = [b for b in (p.getBodyUniqueId(i, physicsClientId=c) for i in range(p.getNumBodies(physicsClientId=c)))
+                  if b != body and p.getUserDataId(b, TOKEN_KEY, physicsClientId=c) >= 0]
+        remedy = ("call bridge.apply() before every stepSimulation() (or use bridge.step())" if not others else
+                  f"other bridges run bodies {others} of this client, and each bridge.step() steps the whole client: "
+                  "call apply() of every bridge, then stepSimulation() once")
         self.warn("skipped", f"stepSimulation() ran {steps} times since the last apply() (t = {self.bridge.time:.6g} "
                              "s): the steps after the first had none of the bridge's torques (PyBullet clears them "
-                             f"after every step), so {what}",
-                  "call bridge.apply() before every stepSimulation() (or use bridge.step())")
+                             f"after every step), so {what}", remedy)
 
-    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray, residual: np.ndarray) -> None:
+    def _dependent_reset(self, x: np.ndarray, moved: np.ndarray, before: np.ndarray, residual: np.ndarray,
+                         first: bool = False) -> None:
         """One warning when, of the 1-DOF joints that `moved` from the state `before`, only dependent ones did (a
         resetJointState of a joint the bridge puts back where its inputs place it) — or dependent joints and inputs
         did and left the rows (`residual` at x) beyond PROMISE: dependent joints set off their functions with their
@@ -800,7 +828,10 @@ class OutsideWatch:
             self.warn("reset_off_rows",
                       f"joints {', '.join(names[:3])}{' …' if len(names) > 3 else ''} (dependent) and their inputs "
                       f"jumped together at t = {bridge.time:.6g} s to a state {size:.3g} rad or m off constraint "
-                      f"{row!r}: set off the rows (resetJointState of dependent joints), or reset or restored "
+                      f"{row!r}: set off the rows (resetJointState of dependent joints), "
+                      + ("or stepped before this bridge's first apply() (stepSimulation() — also another bridge's "
+                         "step(), which steps the whole client — ran without its torques), " if first else "")
+                      + "or reset or restored "
                       "(restoreState) between apply() and stepSimulation(), a step that then ran with the torques "
                       "apply() computed for the state before (a restoreState does not rewind bridge.time: functions "
                       "of time hold at the bridge's clock); the bridge put the dependent joints back where their "
@@ -1038,9 +1069,16 @@ class OutsideWatch:
             cid = p.getConstraintUniqueId(k, physicsClientId=c)
             info = p.getConstraintInfo(cid, physicsClientId=c)
             if cid not in own and b in (info[0], info[2]):
+                self._constraint = (cid, self.step_index)
                 return (f"PyBullet constraint {cid} (createConstraint) acts on the body inside stepSimulation",
                         "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
                         "use a smaller dt", "constraint")
+        cid, named_at = self._constraint
+        if cid >= 0 and named_at == self.step_index - 1:   # named in the step before, removed (removeConstraint)
+            # since: this step is its doing (before, named "a force outside the bridge's solve", a second cause)
+            return (f"PyBullet constraint {cid} (createConstraint, removed since) acted on the body in the last step",
+                    "write the closure as a <loop> of the model file (the bridge holds loops in its solve), or "
+                    "use a smaller dt", "constraint")
         if bridge.native_constraints:   # (before: "a force outside the bridge's solve")
             return native_loops_cause(bridge.native_constraints)
         if not model.floating_base:   # (the bridge checked the base's frame at construction)
@@ -1064,6 +1102,12 @@ class OutsideWatch:
                     "computed at the step's start, are held over sub-steps in which the state moves",
                     "no sub-steps: setPhysicsEngineParameter(numSubSteps=0) and a smaller time step (setTimeStep, "
                     "or bridge.set_time_step(dt, substeps=1))", "substeps")
+        if self.step_index == self._woke + 1:   # the step after a repeated apply() that woke the body (`_wake`)
+            return ("the body was asleep (changeDynamics(activationState=ACTIVATION_STATE_ENABLE_SLEEPING)) — PyBullet "
+                    "did not step it while the bridge's torques asked it to move, which the bridge cannot tell from "
+                    "apply() called twice before a step; it woke the body and disabled sleeping — or apply() was "
+                    "called twice before a step and something else acted",
+                    "leave sleeping disabled on a bridged body (the bridge disables it at construction)", "sleep")
         # (PyBullet reports none of changeDynamics' joint limits, maxJointVelocity or damping back: named as possible)
         return ("a force outside the bridge's solve acted on the body (applyExternalForce / applyExternalTorque, "
                 "changeDynamics damping, friction, joint limits (jointLowerLimit / jointUpperLimit) or "
