@@ -1,4 +1,6 @@
-"""The `biobullet` command line, run as `python -m biobullet` in a subprocess (plus in-process error paths)."""
+"""The `biobullet` command line: each command once end to end as `python -m biobullet` in a subprocess (`run_process`),
+the other checks of what a command prints and returns through `main(argv)` in this process (`run_cli`,
+tests/in_process.py: the same exit code, stdout and stderr without a new interpreter loading every kernel again)."""
 from __future__ import annotations
 
 import json
@@ -10,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+import in_process
+
 REPO = Path(__file__).resolve().parents[2]
-SUBCOMMANDS = ("info", "validate", "simulate", "run", "sweep", "bench", "view")
+SUBCOMMANDS = ("info", "validate", "simulate", "run", "sweep", "bench", "view", "convert")
 HEAVY_MODULES = ("numpy", "scipy", "pinocchio", "pybullet", "sympy", "matplotlib")
 
 INERTIAL = ('<inertial><origin xyz="0 0 0.25"/><mass value="{m}"/>'
@@ -36,7 +40,13 @@ SMALL_MODEL = f"""<robot name="small_arm">
 """
 
 
-def run_cli(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """`biobullet ARGS` through `main(argv)` in this process (BIOBULLET_DEBUG unset, as `run_process` runs it)."""
+    return in_process.cli(*args, env={"BIOBULLET_DEBUG": None})
+
+
+def run_process(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`python -m biobullet ARGS`, a process of its own (the end-to-end run of a command)."""
     env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
     env.pop("BIOBULLET_DEBUG", None)
     env.update(env_extra or {})
@@ -53,7 +63,7 @@ def small_model(tmp_path: Path) -> Path:
 
 # ------------------------------------------------------------------------------------------------ info
 def test_info_text_lists_bodies_joints_coordinates_and_elements(small_model: Path) -> None:
-    result = run_cli("info", str(small_model))
+    result = run_process("info", str(small_model))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert "model        small_arm" in lines
@@ -115,7 +125,7 @@ def test_info_loops_and_forces_of_a_bundled_model() -> None:
 
 # ------------------------------------------------------------------------------------------------ validate
 def test_validate_json_stdout_is_only_json(small_model: Path) -> None:
-    result = run_cli("validate", str(small_model), "--samples", "2", "--json")
+    result = run_process("validate", str(small_model), "--samples", "2", "--json")
     report = json.loads(result.stdout)          # nothing else on stdout (PyBullet's banner goes to stderr)
     assert result.returncode == (0 if report["ok"] else 2)
     assert report["ok"] is True and report["model"] == "small_arm"
@@ -146,7 +156,7 @@ def test_validate_random_trees_json() -> None:
 # ------------------------------------------------------------------------------------------------ help
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_every_subcommand_help_has_description_and_example(command: str) -> None:
-    result = run_cli(command, "--help")
+    result = run_process(command, "--help")   # (a start-up that imports nothing heavy: each command end to end)
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert text.startswith(f"usage: biobullet {command}")
@@ -218,7 +228,7 @@ def _has(module: str, attribute: str) -> bool:
 
 
 def test_run_unknown_scenario_is_one_line_error() -> None:
-    result = run_cli("run", "no-such-study")
+    result = run_process("run", "no-such-study")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith("biobullet: error: argument 'SCENARIO': unknown scenario 'no-such-study'")
 
@@ -263,7 +273,7 @@ def test_unexpected_exception_traceback_with_debug(monkeypatch, capsys) -> None:
 @pytest.mark.skipif(not _has("integrate", "simulate"), reason="simulate not implemented yet")
 def test_simulate_writes_csv_with_design_header(small_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "traj.csv"
-    result = run_cli("simulate", str(small_model), "--t-end", "0.05", "--dt", "0.01", "--set", "shoulder=0.2",
+    result = run_process("simulate", str(small_model), "--t-end", "0.05", "--dt", "0.01", "--set", "shoulder=0.2",
                      "shoulder_dot=-1", "--out", str(out))
     assert result.returncode == 0, result.stderr
     header, *rows = out.read_text().splitlines()
@@ -280,7 +290,7 @@ def test_bench_quick_reports_ratios_and_writes_its_json(tmp_path: Path) -> None:
     bridge against bare PyBullet, as JSON on stdout and in OUT/bench.json; no timing is asserted, only that the
     figures are there and the timed bridge kept its joint functions."""
     out = tmp_path / "bench"
-    result = run_cli("bench", "--quick", "--json", "--out", str(out))
+    result = run_process("bench", "--quick", "--json", "--out", str(out))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert json.loads((out / "bench.json").read_text()) == summary

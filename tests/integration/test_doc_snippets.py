@@ -3,7 +3,11 @@
 This is what a newcomer does: copy the snippets of one page into a fresh directory, top to bottom. So a snippet may
 use only bundled models by name and files that an earlier snippet of the same page wrote (`knee.csv` must come
 from a `simulate ... --out knee.csv` above its `view --trajectory knee.csv`). `sh` snippets hold `biobullet`
-commands only (run as `python -m biobullet` with this interpreter; `> FILE` redirects stdout). A snippet that is
+commands only (`> FILE` redirects stdout). Each snippet runs inside this test process, as its own process would run
+it (tests/in_process.py: a Python snippet in a fresh `__main__` namespace, a command through `biobullet.cli.main`,
+with the snippet's directory as working directory, MPLBACKEND=Agg, stdout/stderr captured, the exit code checked):
+what a page's snippets share is only the files they write, as for a reader; the end-to-end `python -m biobullet`
+run of each command is tests/integration/test_cli.py's. A snippet that is
 not meant to run (installs packages, serves until Ctrl-C, needs the source checkout) carries the line
 
     <!-- snippet: not run (the reason) -->
@@ -12,16 +16,13 @@ just above its fence; `test_skipped_snippets_are_few_and_say_why` keeps those fe
 """
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-import biobullet
+import in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -51,12 +52,8 @@ def snippets(page: Path) -> list[tuple[int, str, str, str | None]]:
     return out
 
 
-def environment() -> dict[str, str]:
-    """This interpreter's biobullet first on the path (the worktree under test, or the installed package)."""
-    env = dict(os.environ, MPLBACKEND="Agg")
-    package_root = str(Path(biobullet.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
+#: what a reader's terminal would not change: pictures drawn off-screen
+ENVIRONMENT = {"MPLBACKEND": "Agg"}
 
 
 def run_shell_line(line: str, cwd: Path, where: str) -> None:
@@ -65,23 +62,18 @@ def run_shell_line(line: str, cwd: Path, where: str) -> None:
         return
     assert words[0] == "biobullet", (f"{where}: `{line.strip()}` is not a biobullet command; mark the snippet "
                                      "<!-- snippet: not run (reason) --> if it is not meant to run")
-    stdout = subprocess.DEVNULL
+    target = None
     if ">" in words:
-        target = words.index(">")
-        stdout = open(cwd / words[target + 1], "w")
-        words = words[:target]
-    try:
-        done = subprocess.run([sys.executable, "-m", "biobullet", *words[1:]], cwd=cwd, env=environment(),
-                              stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=900)
-    finally:
-        if stdout is not subprocess.DEVNULL:
-            stdout.close()
+        target = cwd / words[words.index(">") + 1]
+        words = words[:words.index(">")]
+    done = in_process.cli(*words[1:], cwd=cwd, env=ENVIRONMENT)
+    if target is not None:
+        target.write_text(done.stdout)
     assert done.returncode == 0, f"{where}: `{line.strip()}` exited {done.returncode}:\n{done.stderr[-3000:]}"
 
 
 def run_python(code: str, cwd: Path, where: str) -> None:
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=environment(), capture_output=True, text=True,
-                          timeout=900)
+    done = in_process.source(code, where, cwd=cwd, env=ENVIRONMENT)
     assert done.returncode == 0, f"{where}: the snippet failed:\n{done.stderr[-3000:]}"
 
 

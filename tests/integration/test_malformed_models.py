@@ -10,16 +10,15 @@ Each case is a model file written to tmp_path; `{file}` in the expected message 
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import subprocess
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+import in_process
 
 REPO = Path(__file__).resolve().parents[2]
 INERTIAL = '<inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1"/></inertial>'
@@ -246,20 +245,9 @@ def run_info(path: Path, args: tuple[str, ...] = ()) -> subprocess.CompletedProc
 
 
 def run_info_in_process(path: Path, args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """`biobullet info PATH ARGS` through the CLI's `main` in this process: its stdout and stderr captured, every
-    warning shown on that stderr as the command line would show it (pytest's own warning capture would hide it)."""
-    from biobullet.cli import main
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-        warnings.simplefilter("default")
-        warnings.showwarning = lambda message, category, *rest, **kw: err.write(
-            warnings.formatwarning(message, category, *rest, **kw))
-        try:
-            code = main(["info", str(path), *args])
-        except SystemExit as exc:   # argparse's usage errors
-            code = exc.code if isinstance(exc.code, int) else 2
-    return subprocess.CompletedProcess(["biobullet", "info", str(path), *args], code, out.getvalue(),
-                                       err.getvalue())
+    """`biobullet info PATH ARGS` through the CLI's `main` in this process (tests/in_process.py): its stdout and
+    stderr captured, every warning shown on that stderr as the command line would show it."""
+    return in_process.cli("info", str(path), *args, env={"BIOBULLET_DEBUG": None})
 
 
 def write_case(case: Case, tmp_path: Path) -> Path:

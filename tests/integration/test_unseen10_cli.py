@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import in_process
 from biobullet import cli
 from biobullet.core import atomic
 from engine_models import chain_urdf
@@ -412,8 +413,7 @@ def test_a_trajectory_that_is_a_folder_is_named_a_folder(pendulum: Path, tmp_pat
 def test_a_demo_refuses_a_count_or_time_below_one_step_in_its_usage(demo: str, argument: str, tmp_path: Path) -> None:
     """`python demos/shoulder_rhythm.py --samples 0` ended in a traceback (ValueError: zero-size array), and
     `demos/gym_reach.py --episodes -1` printed "max coupling residual over -1 episodes: 0 rad"."""
-    result = subprocess.run([sys.executable, str(REPO / "demos" / demo), argument, "0", "--out", "unused"],
-                            capture_output=True, text=True, env=ENV, timeout=120, cwd=tmp_path)
+    result = in_process.script(REPO / "demos" / demo, argument, "0", "--out", "unused", cwd=tmp_path)
     assert result.returncode == 2 and f"argument {argument}: must be" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
 

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import in_process
+
 from biobullet.core.errors import ModelError
 from biobullet.integrate.trajectory import Trajectory
 from biobullet.loader import load_model
@@ -548,12 +550,11 @@ def test_viewer_draws_the_model_in_headless_chromium(tmp_path):
 
 
 def test_view_cli_errors_are_one_line(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
     bad = tmp_path / "bad.csv"
     bad.write_text("t,nothing\n0,1\n")
-    result = subprocess.run([sys.executable, "-m", "biobullet", "view", str(REPO / "urdf" / "arm7.urdf"),
-                             "--trajectory", str(bad), "--html", str(tmp_path / "x.html")],
-                            capture_output=True, text=True, env=env)
+    # in this process (tests/in_process.py); `view --html` end to end: test_html_replay_draws_the_model_in_headless_chromium
+    result = in_process.cli("view", str(REPO / "urdf" / "arm7.urdf"), "--trajectory", str(bad),
+                            "--html", str(tmp_path / "x.html"))
     assert result.returncode == 2 and "lacks columns" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "x.html").exists()
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import biobullet
+import in_process
 from biobullet.core.errors import ModelError, did_you_mean
 from biobullet.model.bundled import bundled_model, bundled_names
 from biobullet.model.plausibility import UnitWarning
@@ -242,9 +243,7 @@ def test_validate_table_columns_align():
 def test_quiet_keeps_errors_and_drops_warnings(tmp_path):
     path = arm(tmp_path, '<gravity xyz="0 0 -9810"/>')
 
-    def cli(*arguments):   # a process of its own: pytest's warning capture would hide what a user sees
-        return subprocess.run([sys.executable, "-m", "biobullet", *arguments], capture_output=True, text=True,
-                              timeout=120)
+    cli = in_process.cli   # as its own process: Python's warning filters and display, not pytest's capture
     loud, quiet, failed = cli("info", str(path)), cli("--quiet", "info", str(path)), cli("-q", "info", "nothere")
     assert loud.returncode == quiet.returncode == 0 and loud.stdout == quiet.stdout
     assert "biobullet: warning: " in loud.stderr and "looks like the wrong unit" in loud.stderr

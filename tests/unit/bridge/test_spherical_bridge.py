@@ -12,10 +12,6 @@ velocities: double-precision compositions, 1e-12.
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -32,9 +28,10 @@ from biobullet.conventions import PyBulletMap  # noqa: E402
 from biobullet.core.errors import ModelError  # noqa: E402
 from biobullet.validate.oracles import PinocchioOracle  # noqa: E402
 from bridge_convergence import bridge_orders  # noqa: E402  (tests/bridge_convergence.py)
+import in_process  # noqa: E402  (tests/in_process.py)
 from spherical_arms import ARM, ARM_LINKS, COUPLED, PENDULUM, SHOULDER, robot_text  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[3]
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("spherical")
@@ -256,11 +253,9 @@ def test_bridge_converges_to_the_engine_at_first_order(files, name):
 
 def test_cli_simulate_engine_pybullet(files, tmp_path):
     out = tmp_path / "arm.csv"
-    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
-    result = subprocess.run([sys.executable, "-m", "biobullet", "simulate", str(files["arm"]), "--t-end", "0.01",
-                             "--engine", "pybullet", "--dt", "1e-3", "--set", "shoulder_qx=0.2", "--set",
-                             "shoulder_wz_dot=1.5", "--out", str(out)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    # in this process (tests/in_process.py); the same command end to end as a process: test_bridge_accuracy.py
+    result = in_process.cli("simulate", str(files["arm"]), "--t-end", "0.01", "--engine", "pybullet", "--dt", "1e-3",
+                            "--set", "shoulder_qx=0.2", "--set", "shoulder_wz_dot=1.5", "--out", str(out))
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(open(out)))
     assert rows[0][:6] == ["t", "shoulder_qx", "shoulder_qy", "shoulder_qz", "shoulder_qw", "wrist_qx"]
