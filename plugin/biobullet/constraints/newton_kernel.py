@@ -224,6 +224,11 @@ def _block_solve_into_py(a, x, ends):
     return True
 
 
+def dense_blocks(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The block order of `solve_blocks` for a matrix of n rows eliminated as one dense block, in its own order."""
+    return np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), np.full(n, n, dtype=np.int64)
+
+
 def solve_blocks(pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row order, column order, block ends) that make a square matrix of this structure (`pattern` (n, n) bool:
     where an entry may be non-zero) block lower triangular with the finest diagonal blocks (Dulmage–Mendelsohn:
@@ -243,9 +248,8 @@ def solve_blocks(pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
                     return True
         return False
 
-    dense = (np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), np.full(n, n, dtype=np.int64))
     if not all(augment(r, np.zeros(n, dtype=bool)) for r in range(n)):
-        return dense
+        return dense_blocks(n)
     column_of = np.empty(n, dtype=np.int64)
     column_of[match] = np.arange(n)
     # row r reads the column matched to row s: s's block first (Tarjan emits a component after those it reaches)
@@ -276,7 +280,7 @@ def solve_blocks(pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
         if r not in index:
             connect(r)
     if len(blocks) == 1:   # no structure: the given order (the dense elimination as before, bit for bit)
-        return dense
+        return dense_blocks(n)
     # (rows and columns in their given order within a block: the block's elimination pivots as it would alone)
     rows = np.array([r for block in blocks for r in block], dtype=np.int64)
     cols = np.array([c for block in blocks for c in sorted(column_of[block])], dtype=np.int64)
@@ -295,7 +299,7 @@ def loop_set_blocks(rows, k: int, dep: np.ndarray) -> tuple[np.ndarray, np.ndarr
     l0, l1 = int(rows.loop_start[k]), int(rows.loop_start[k + 1])
     n_rows, n_l = int(rows.n_rows[k]), l1 - l0
     if n_rows != nd:
-        return np.arange(nd, dtype=np.int64), np.arange(nd, dtype=np.int64), np.full(nd, nd, dtype=np.int64)
+        return dense_blocks(nd)
     pattern = np.zeros((nd, nd), dtype=bool)
     for l in range(l0, l1):
         first = int(rows.row_start[l])
