@@ -26,8 +26,9 @@ from biobullet.constraints.loop_types import get_loop_type, loop_type_names
 CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import (CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, LEFT_REACH,
                                                   NEWTON_REACH, NO_DESCENT, PREDICTION_CONDITION, SINGULAR, ZERO_STEP,
-                                                  LoopWarm, loop_namespace, loop_parts, loop_record, loop_warm,
-                                                  newton_solve_kernel, newton_solve_twin, newton_work)
+                                                  LoopWarm, dense_blocks, loop_namespace, loop_parts, loop_record,
+                                                  loop_set_blocks, loop_warm, newton_solve_kernel, newton_solve_twin,
+                                                  newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -324,9 +325,11 @@ class LoopResolver:
             else:   # no tree, no rows: the residual is the resolver's own (`_resolver_residual`)
                 meta, body = np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1))
                 rows = pack_loop_rows(np.zeros((0, width)), ())
+            # (Φ_dep's blocks from the rows' structure: one dense block for the residual of a plug-in loop type)
+            blocks = loop_set_blocks(rows, 0, self._dep + offset) if compiled else dense_blocks(nd)
             table = (np.zeros((0, 3), dtype=np.int64), starts[0], self._dep + offset, starts[1], self._kn + offset,
                      starts[2], self.revolute.astype(float), np.array([self.residual_tolerance]),
-                     float(CONDITION_LIMIT), 0, meta, body, rows)
+                     float(CONDITION_LIMIT), 0, meta, body, *blocks, rows)
             parts = loop_parts(table, loop_warm(*starts), newton_work(meta.shape[0], nd, width, 0, nk))
             if compiled:
                 form = (newton_solve_kernel(), loop_record(parts), offset, np.zeros(width), parts)

@@ -170,10 +170,13 @@ def _loop_rows_into_py(rows, k, kin, with_jac, with_bias, out):
             x0, x1, x2 = work[0, side, 0], work[0, side, 1], work[0, side, 2]
             if with_jac:
                 for c in range(n_t):
-                    m = ancestry[b, c]
-                    jl[side, 0, c] = (sub[0, c] + sub[4, c] * x2 - sub[5, c] * x1) * m
-                    jl[side, 1, c] = (sub[1, c] + sub[5, c] * x0 - sub[3, c] * x2) * m
-                    jl[side, 2, c] = (sub[2, c] + sub[3, c] * x1 - sub[4, c] * x0) * m
+                    # (ancestry 1.0 or 0.0: the joints that do not move the body give exact zeros, not computed)
+                    if ancestry[b, c] != 0.0:
+                        jl[side, 0, c] = sub[0, c] + sub[4, c] * x2 - sub[5, c] * x1
+                        jl[side, 1, c] = sub[1, c] + sub[5, c] * x0 - sub[3, c] * x2
+                        jl[side, 2, c] = sub[2, c] + sub[3, c] * x1 - sub[4, c] * x0
+                    else:
+                        jl[side, 0, c] = jl[side, 1, c] = jl[side, 2, c] = 0.0
             if with_bias:
                 om0, om1, om2 = vel[b, 3], vel[b, 4], vel[b, 5]
                 a0, a1, a2 = acc[b, 3], acc[b, 4], acc[b, 5]

@@ -113,6 +113,7 @@ class NewtonWork(NamedTuple):
     jl: np.ndarray           # (2, 3, width) the points' Jacobians
     matrix: np.ndarray       # (n_rows, n_rows) the Newton matrix (`_newton_solve_py`)
     factor: np.ndarray       # (n_rows, n_rows) Φ_dep⁻¹
+    solved: np.ndarray       # (n_rows, n_rows) Φ_dep⁻¹ in the blocks' order (`_newton_solve_py`)
     step: np.ndarray         # (n_rows, 1) the step
     point: np.ndarray        # (n_rows,) the point a step starts from
     keys: np.ndarray         # (n_sets, width) the kept fixed points' joint layouts (`_keep_fixed_point_py`)
@@ -131,14 +132,16 @@ def newton_work(n_bodies: int, n_rows: int, width: int, n_sets: int = 0, n_known
                       np.zeros((n_bodies, 6)), np.zeros((n_bodies, 6)), np.empty((3, 3)),
                       np.empty((3, 3)), np.zeros((1, 6)), np.zeros(n_rows), np.zeros((n_rows, width)),
                       np.zeros(n_rows), np.zeros((6, 2, 3)), np.zeros((2, 3, width)), np.zeros((n_rows, n_rows)),
-                      np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows), np.zeros((n_sets, width)),
+                      np.zeros((n_rows, n_rows)), np.zeros((n_rows, n_rows)), np.zeros((n_rows, 1)), np.zeros(n_rows),
+                      np.zeros((n_sets, width)),
                       np.zeros((n_sets, n_rows, n_rows)), np.zeros((n_sets, n_rows, n_known)), np.zeros((n_sets, 2)),
                       np.zeros(6 * n_rows + 3 * n_known), np.zeros(n_rows * n_known), np.full(width, np.nan))
 
 
 #: the loop table's fields (`pipeline.compiled_model.LoopTable`) but its rows, in its order
 LOOP_TABLE_FIELDS = ("stages", "dep_start", "dep", "known_start", "known", "sensitivity_start", "revolute",
-                     "tolerance", "condition_limit", "view_start", "meta", "body")
+                     "tolerance", "condition_limit", "view_start", "meta", "body", "block_rows", "block_dep",
+                     "block_end")
 #: the loop stage's constants, flat: a loop table's fields but its rows, then its rows' (`loop_kernels.LoopRows`:
 #: the rows kernels read the loop record as their rows)
 LoopFields = namedtuple("LoopFields", LOOP_TABLE_FIELDS + LOOP_ROWS_FIELDS)
@@ -173,38 +176,139 @@ def loop_record(parts: tuple[LoopFields, LoopBuffers]):
     return pack_record(*parts, borrowed=True)[0]
 
 
-def _lu_solve_into_py(a, x):
-    """Solve a x = b (b: n × m, in x on entry) in place by Gaussian elimination with partial pivoting: a is
-    overwritten by its elimination, x by the solution; returns ok (False if singular, x then undefined)."""
+def _block_solve_into_py(a, x, ends):
+    """Solve a x = b (b: n × m, in x on entry) in place for a block lower triangular a (`ends[p]`: the end of the
+    diagonal block holding row and column p, `solve_blocks`; one block of n: a dense a) by block forward
+    substitution, each diagonal block by Gaussian elimination with partial pivoting within it: a is overwritten by
+    its elimination, x by the solution; returns ok (False if a diagonal block — so a — is singular, x then
+    undefined). The entries above the diagonal blocks are not read: they must be zero. With one block this is the
+    dense elimination, operation for operation."""
     n = a.shape[0]
     m = x.shape[1]
-    for k in range(n):
-        p = k
-        big = abs(a[k, k])
-        for i in range(k + 1, n):
-            if abs(a[i, k]) > big:
-                big, p = abs(a[i, k]), i
-        if big == 0.0:
-            return False
-        if p != k:
-            for j in range(n):
-                a[k, j], a[p, j] = a[p, j], a[k, j]
-            for j in range(m):
-                x[k, j], x[p, j] = x[p, j], x[k, j]
-        for i in range(k + 1, n):
-            f = a[i, k] / a[k, k]
-            if f != 0.0:
-                for j in range(k + 1, n):
-                    a[i, j] -= f * a[k, j]
+    r0 = 0
+    while r0 < n:
+        r1 = ends[r0]
+        for i in range(r0, r1):   # the blocks solved before: x[i] −= a[i, j] x[j]
+            for j in range(r0):
+                f = a[i, j]
+                if f != 0.0:
+                    for c in range(m):
+                        x[i, c] -= f * x[j, c]
+        for k in range(r0, r1):
+            p = k
+            big = abs(a[k, k])
+            for i in range(k + 1, r1):
+                if abs(a[i, k]) > big:
+                    big, p = abs(a[i, k]), i
+            if big == 0.0:
+                return False
+            if p != k:
+                for j in range(r0, r1):   # (the blocks before are read no more)
+                    a[k, j], a[p, j] = a[p, j], a[k, j]
                 for j in range(m):
-                    x[i, j] -= f * x[k, j]
-    for k in range(n - 1, -1, -1):
-        for j in range(m):
-            s = x[k, j]
-            for i in range(k + 1, n):
-                s -= a[k, i] * x[i, j]
-            x[k, j] = s / a[k, k]
+                    x[k, j], x[p, j] = x[p, j], x[k, j]
+            for i in range(k + 1, r1):
+                f = a[i, k] / a[k, k]
+                if f != 0.0:
+                    for j in range(k + 1, r1):
+                        a[i, j] -= f * a[k, j]
+                    for j in range(m):
+                        x[i, j] -= f * x[k, j]
+        for k in range(r1 - 1, r0 - 1, -1):
+            for j in range(m):
+                s = x[k, j]
+                for i in range(k + 1, r1):
+                    s -= a[k, i] * x[i, j]
+                x[k, j] = s / a[k, k]
+        r0 = r1
     return True
+
+
+def dense_blocks(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The block order of `solve_blocks` for a matrix of n rows eliminated as one dense block, in its own order."""
+    return np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), np.full(n, n, dtype=np.int64)
+
+
+def solve_blocks(pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row order, column order, block ends) that make a square matrix of this structure (`pattern` (n, n) bool:
+    where an entry may be non-zero) block lower triangular with the finest diagonal blocks (Dulmage–Mendelsohn:
+    a matching of rows to columns, then the strongly connected components of the rows' dependence, each block
+    after the blocks it reads): `_block_solve_into_py` of a[p, q] = Φ[rows[p], cols[q]] with `ends[p]` the end
+    of p's block. One dense block in the given order where there is no finer one or no structural matching (a
+    singular structure)."""
+    n = pattern.shape[0]
+    match = np.full(n, -1, dtype=np.int64)   # column c → its row
+
+    def augment(r: int, seen: np.ndarray) -> bool:
+        for c in np.flatnonzero(pattern[r]):
+            if not seen[c]:
+                seen[c] = True
+                if match[c] < 0 or augment(int(match[c]), seen):
+                    match[c] = r
+                    return True
+        return False
+
+    if not all(augment(r, np.zeros(n, dtype=bool)) for r in range(n)):
+        return dense_blocks(n)
+    column_of = np.empty(n, dtype=np.int64)
+    column_of[match] = np.arange(n)
+    # row r reads the column matched to row s: s's block first (Tarjan emits a component after those it reaches)
+    reads = [[int(match[c]) for c in np.flatnonzero(pattern[r]) if match[c] != r] for r in range(n)]
+    index, low, on_stack, stack, blocks = {}, {}, set(), [], []
+
+    def connect(r: int) -> None:
+        index[r] = low[r] = len(index)
+        stack.append(r)
+        on_stack.add(r)
+        for s in reads[r]:
+            if s not in index:
+                connect(s)
+                low[r] = min(low[r], low[s])
+            elif s in on_stack:
+                low[r] = min(low[r], index[s])
+        if low[r] == index[r]:
+            block = []
+            while True:
+                s = stack.pop()
+                on_stack.discard(s)
+                block.append(s)
+                if s == r:
+                    break
+            blocks.append(sorted(block))
+
+    for r in range(n):
+        if r not in index:
+            connect(r)
+    if len(blocks) == 1:   # no structure: the given order (the dense elimination as before, bit for bit)
+        return dense_blocks(n)
+    # (rows and columns in their given order within a block: the block's elimination pivots as it would alone)
+    rows = np.array([r for block in blocks for r in block], dtype=np.int64)
+    cols = np.array([c for block in blocks for c in sorted(column_of[block])], dtype=np.int64)
+    ends = np.array([end for block, end in zip(blocks, np.cumsum([len(b) for b in blocks])) for _ in block],
+                    dtype=np.int64)
+    return rows, cols, ends
+
+
+def loop_set_blocks(rows, k: int, dep: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`solve_blocks` of loop set k's Φ_dep (`rows`: a LoopRows; `dep`: the set's dependent joints, joint-layout
+    indices): a row reads the joints that move either of its loop's two bodies (`ancestry`; the rows kernel
+    multiplies every other column by a zero of the ancestry, so those entries are exact zeros). Andrews'
+    squeezer's three planar loops: three 2 × 2 blocks instead of one 6 × 6 elimination. One dense block where the
+    rows are not as many as the dependent joints."""
+    nd = dep.shape[0]
+    l0, l1 = int(rows.loop_start[k]), int(rows.loop_start[k + 1])
+    n_rows, n_l = int(rows.n_rows[k]), l1 - l0
+    if n_rows != nd:
+        return dense_blocks(nd)
+    pattern = np.zeros((nd, nd), dtype=bool)
+    for l in range(l0, l1):
+        first = int(rows.row_start[l])
+        last = int(rows.row_start[l + 1]) if l + 1 < l1 else n_rows
+        for point in (2 * l0 + (l - l0), 2 * l0 + (l - l0) + n_l):
+            b = int(rows.point_body[point])
+            if b >= 0:
+                pattern[first:last] |= rows.ancestry[b, dep] != 0.0
+    return solve_blocks(pattern)
 
 
 def _dependent_part_into_py(inverse, jk, known_values, extra, tmp, out):
@@ -255,7 +359,9 @@ def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
     NEWTON_STEP_LIMIT long, then halved until |Φ| decreases) and, converged, the factor Φ_dep⁻¹, its 1-norm
     condition, one last correction with it and the 2π wrapping of revolute dependents onto the prediction's branch.
     `loop`: a loop record (`loop_record`), of which loop set k is solved (its dependent joints dep, joint-layout
-    indices; revolute, 1.0 per wrapped dependent; its tolerance), in the record's work arrays. `loose` ≥ 0:
+    indices; revolute, 1.0 per wrapped dependent; its tolerance), in the record's work arrays. Φ_dep is eliminated
+    in the set's block lower triangular order (`block_rows`, `block_dep`, `block_end`: `loop_set_blocks`), block
+    by block (`_block_solve_into_py`: loops that decouple cost their small blocks, not one dense elimination). `loose` ≥ 0:
     residual accepted at once (an integration's tolerance), else −1. `guard_condition`
     ≥ 0: the Kantorovich test of a large input change — status GUARD when cond₁ · ‖first step‖₁ exceeds
     KANTOROVICH (or the first step is singular). Returns (status, iterations, |Φ|, Φ_θ, Φ_dep⁻¹, cond₁):
@@ -263,6 +369,8 @@ def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
     ITERATION_LIMIT, ZERO_STEP, NO_DESCENT, LEFT_REACH (θ_dep where it stopped; the caller decides)."""
     d0, d1 = loop.dep_start[k], loop.dep_start[k + 1]
     dep, revolute, tolerance = loop.dep[d0:d1], loop.revolute[d0:d1], loop.tolerance[k]
+    # Φ_dep in its block lower triangular order (`loop_set_blocks`): row block_rows[p], joint dep[block_dep[q]]
+    order_rows, order_dep, ends = loop.block_rows[d0:d1], loop.block_dep[d0:d1], loop.block_end[d0:d1]
     nd = d1 - d0
     for i in range(nd):
         theta[dep[i]] = guess[i]
@@ -273,17 +381,19 @@ def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
     guard = guard_condition >= 0.0
     # the record's Newton matrix, factor, step and base point, cut to this loop set (views: no reshape call)
     a, inverse, rhs, base = loop.matrix[:nd, :nd], loop.factor[:nd, :nd], loop.step[:nd], loop.point[:nd]
+    solved = loop.solved[:nd, :nd]
     status, iterations = ITERATION_LIMIT, 0
     for iterations in range(1, NEWTON_MAX_ITERATIONS + 1):
         if norm <= tolerance and step_norm <= 1e-7:
             break   # quadratic convergence: the error left is ~ step², below round-off
         if loose >= 0.0 and norm <= loose:
             break   # integration tolerance: the last correction below takes the error to O(|Φ|²)
-        for i in range(nd):
-            for j in range(nd):
-                a[i, j] = jac[i, dep[j]]
-            rhs[i, 0] = phi[i]
-        ok = _lu_solve_into(a, rhs)   # rhs becomes the step
+        for p in range(nd):
+            r = order_rows[p]
+            for q in range(nd):
+                a[p, q] = jac[r, dep[order_dep[q]]]
+            rhs[p, 0] = phi[r]
+        ok = _block_solve_into(a, rhs, ends)   # rhs becomes the step (of joint dep[order_dep[p]] at p)
         total, step_max = 0.0, 0.0
         for i in range(nd):
             total += abs(rhs[i, 0])
@@ -302,8 +412,9 @@ def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
         for i in range(nd):
             base[i] = theta[dep[i]]
         while True:   # backtracking keeps Newton from jumping branches far from the solution
-            for i in range(nd):
-                theta[dep[i]] = base[i] - scale * rhs[i, 0]
+            for p in range(nd):
+                i = order_dep[p]
+                theta[dep[i]] = base[i] - scale * rhs[p, 0]
             phi_new, jac_new = _RESIDUAL(loop, k, theta)
             norm_new = _norm(phi_new)
             if norm_new < norm or scale < 1e-3 or norm_new <= tolerance:
@@ -331,16 +442,21 @@ def _newton_solve_py(loop, k, theta, guess, loose, guard_condition):
         inverse[:, :] = np.nan
         return status, iterations, norm, jac, inverse, condition
     col_a = 0.0
-    for j in range(nd):
+    for q in range(nd):
         sa = 0.0
-        for i in range(nd):
-            a[i, j] = jac[i, dep[j]]
-            sa += abs(a[i, j])
+        j = dep[order_dep[q]]
+        for p in range(nd):
+            a[p, q] = jac[order_rows[p], j]
+            sa += abs(a[p, q])
         col_a = max(col_a, sa)
-    inverse[:, :] = 0.0
+    solved[:, :] = 0.0
     for i in range(nd):
-        inverse[i, i] = 1.0
-    if _lu_solve_into(a, inverse):
+        solved[i, i] = 1.0
+    if _block_solve_into(a, solved, ends):
+        # a⁻¹ of a[p, q] = Φ_dep[rows[p], dep[q]]: Φ_dep⁻¹[dep[q], rows[p]] = a⁻¹[q, p]
+        for q in range(nd):
+            for p in range(nd):
+                inverse[order_dep[q], order_rows[p]] = solved[q, p]
         col_i = 0.0
         for j in range(nd):
             si = 0.0
@@ -576,7 +692,7 @@ def secant_curvature_py(sensitivity, last, theta, dep, delta, out):
 
 
 # the callees of the Python forms (the compiled kernels have their compiled twins bound instead)
-_lu_solve_into, _dependent_part_into, _norm = _lu_solve_into_py, _dependent_part_into_py, _norm_py
+_block_solve_into, _dependent_part_into, _norm = _block_solve_into_py, _dependent_part_into_py, _norm_py
 _keep_fixed_point, _FIXED_POINTS = _keep_fixed_point_py, False
 _secant_curvature = secant_curvature_py
 
@@ -596,7 +712,7 @@ def _solve_bindings() -> dict:
     # (PLACED_ROUND_OFF bound, not read as a module global: its value then keys the callers' caches)
     return {"_KIN_INTO": tree_kinematics_into_kernel(), "_BODY_RATES": body_rates_kernel(),
             "PLACED_ROUND_OFF": PLACED_ROUND_OFF,
-            "_ROWS_INTO": rows_into_kernel(), "_lu_solve_into": jit.compiled(_lu_solve_into_py, inline=True),
+            "_ROWS_INTO": rows_into_kernel(), "_block_solve_into": jit.compiled(_block_solve_into_py, inline=True),
             "_norm": _norm_py, "_RESIDUAL": residual}
 
 
@@ -635,5 +751,5 @@ def newton_solve_twin(residual):
     """The Python form of `_newton_solve_py` over `residual(loop, k, theta) → (Φ, Φ_θ)` (`loop` a namespace of the
     loop record's fields and whatever the residual reads): the generic resolver's solve where the loop rows are
     not compiled (a plug-in loop type)."""
-    return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_lu_solve_into": _lu_solve_into_py,
+    return jit.twin(_newton_solve_py, {"_RESIDUAL": residual, "_block_solve_into": _block_solve_into_py,
                                        "_norm": _norm_py})

@@ -35,6 +35,7 @@ import numpy as np
 from biobullet.algorithms import compiled_kernels
 from biobullet.constraints.loop_kernels import LoopRows, pack_loop_rows
 from biobullet.constraints.loops import joint_layout_tree
+from biobullet.constraints.newton_kernel import loop_set_blocks
 from biobullet.model.tree import multi_dof_blocks
 from biobullet.spatial.dense import direction_mass_bounds, mass_floor_root
 
@@ -88,6 +89,11 @@ class LoopTable(NamedTuple):
     view_start: int             # x[view_start:] is the loop kernels' joint layout (base_q − base_v)
     meta: np.ndarray            # the packed tree the loop rows are evaluated on (a free base held at the identity)
     body: np.ndarray
+    # per dependent joint (at dep_start[k] …): each set's Φ_dep in block lower triangular order — its rows, its
+    # dependent joints (local indices) and the end of each position's diagonal block (`newton_kernel.loop_set_blocks`)
+    block_rows: np.ndarray
+    block_dep: np.ndarray
+    block_end: np.ndarray
     rows: LoopRows
 
 
@@ -96,7 +102,7 @@ def empty_loop_table(n_bodies: int, n_tangent: int) -> LoopTable:
     ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0)
     return LoopTable(np.zeros((0, 3), dtype=np.int64), np.zeros(1, dtype=np.int64), ints,
                      np.zeros(1, dtype=np.int64), ints, np.zeros(1, dtype=np.int64), floats, floats, 0.0, 0,
-                     np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1)),
+                     np.zeros((0, 5), dtype=np.int64), np.zeros((0, 1)), ints, ints, ints,
                      pack_loop_rows(np.zeros((n_bodies, n_tangent)), ()))
 
 
@@ -178,16 +184,19 @@ def pack_loop_table(model, ancestry: np.ndarray) -> tuple[LoopTable, tuple] | No
         return np.ascontiguousarray(np.concatenate(parts).astype(dtype))
 
     meta, body = joint_layout_tree(model)
+    rows = pack_loop_rows(ancestry, (r.kernel_rows.kernel_set for r in resolvers))
+    dep = [np.asarray(r.outputs, dtype=np.int64) + base_v for r in resolvers]
+    blocks = [loop_set_blocks(rows, k, d) for k, d in enumerate(dep)]
     loops = LoopTable(
         np.array(stages, dtype=np.int64).reshape(-1, 3), starts(len(r.outputs) for r in resolvers),
-        joined([np.asarray(r.outputs, dtype=np.int64) + base_v for r in resolvers], np.int64),
+        joined(dep, np.int64),
         starts(len(r.known) for r in resolvers),
         joined([np.asarray(r.known, dtype=np.int64) + base_v for r in resolvers], np.int64),
         starts(len(r.outputs) * len(r.known) for r in resolvers),
         joined([np.asarray(r.revolute, dtype=float) for r in resolvers]),
         np.array([r.residual_tolerance for r in resolvers], dtype=float), float(CONDITION_LIMIT),
         model.base_nq - base_v, np.ascontiguousarray(meta), np.ascontiguousarray(body),
-        pack_loop_rows(ancestry, (r.kernel_rows.kernel_set for r in resolvers)))
+        *(joined([b[i] for b in blocks], np.int64) for i in range(3)), rows)
     return loops, table
 
 
