@@ -17,24 +17,38 @@ At random states (coordinates within their ranges, random speeds, activations, e
 - path lengths: OpenSim's `getLength` (≤ 1e-9 m: both are the same closed forms and iterations, observed ≈ 1e-15);
 - moment arms R = −dl/dq: central differences of OpenSim's lengths (h = 1e-6 and 1e-7, the nearer taken: ≤ 1e-6 m
   plus the quotients' own error estimated from the two steps; near a wrap switch third derivatives are large), and
-  OpenSim's `computeMomentArm` where no wrap is active (≤ 1e-6 m; on a wrapped path `computeMomentArm` is not
-  −dl/dq of OpenSim's own lengths, docs/muscles.md);
+  OpenSim's `computeMomentArm` on paths without wraps and moving points (≤ 1e-6 m; on the others
+  `computeMomentArm` is not −dl/dq of OpenSim's own lengths, docs/muscles.md);
 - static equilibrium: `equilibrium_tendon_forces` against `equilibrateMuscles` + `getTendonForce` (≤ 1e-6 F₀:
   OpenSim's own equilibrium tolerance, observed ≈ 1e-8);
-- the state derivatives at the same state (OpenSim's activation and fiber length — DeGroote's normalized tendon
-  force — set to ours): tendon force (≤ 1e-9 F₀), activation rate (≤ 1e-9 /s relative to 1/τ_a), fiber velocity
-  (≤ 1e-8 l₀ v_max; OpenSim's Millard solves its f_V inverse by Newton to 1e-9 of v_max per l₀);
+- the Hill part at OpenSim's own musculotendon lengths and lengthening speeds (a fiber state near equilibrium set
+  in both: Millard/Thelen fiber length, DeGroote's normalized tendon force from ours, then its fiber length
+  compared), excitations and activations: tendon force (≤ 1e-9 F₀), activation rate (≤ 1e-9 /τ_a), fiber
+  velocity and length (≤ 1e-8 l₀ v_max or of the velocity; OpenSim's Millard Newton stops at 1e-10 F₀);
+- the lengthening speed of the stage against central differences of OpenSim's lengths along q̇ (≤ 1e-6 m/s);
 - the generalized force τ = Σ T R of the pipeline's muscle stage against Σ T_os (−dl/dq of OpenSim's lengths)
   (≤ 1e-6 m × Σ|T| plus the quotients' error);
-- a short run (`simulate(excitations=)`, rtol 1e-10) against OpenSim's Manager (accuracy 1e-10) on the models
-  whose paths have no wrap object (with a wrap OpenSim applies `computeMomentArm`'s force, not −T dl/dq:
-  docs/muscles.md) and whose coordinates stay within their ranges (beyond them OpenSim's MovingPathPoint force
-  keeps the function's slope while its length is clamped): q ≤ 1e-6, fiber lengths ≤ 1e-6 m, activations ≤ 1e-8.
+- a 0.05-s run (`simulate(excitations=)`, rtol 1e-10) against OpenSim's Manager (accuracy 1e-10) on plain models
+  (generated without wraps and moving points: there OpenSim applies `computeMomentArm`'s force, not −T dl/dq,
+  docs/muscles.md), compared when the coordinates stay within their ranges and the fibers above 0.2 l₀:
+  q ≤ 1e-6, fiber lengths ≤ 1e-6 m, activations ≤ 1e-8 (observed ≤ 7e-10, 3e-11 m, 2e-11 on seeds 0–3).
 
 Inputs the importer cannot take are refused with one message naming the element and attribute (or reported as
-not imported, the skeleton loaded): `test_refused_*` below.
+not imported, the skeleton loaded): `test_parameters_opensim_refuses_*`, `test_maximum_pennation_*`,
+`test_unsupported_moving_point_functions_*`; degenerate paths agree with OpenSim (`test_degenerate_paths_*`).
 
-`BIOBULLET_MUSCLE_CLASS_MODELS=N` runs N models instead of the default (MODELS); the probe ran 300 (seeds 0–299).
+`BIOBULLET_MUSCLE_CLASS_MODELS=N` runs N models instead of the default 12 (MODELS), `BIOBULLET_MUSCLE_CLASS_RUNS=N`
+N runs instead of 4. The probe ran 300 models (seeds 0–299: 137–152 muscles of each class and tendon, 60–79 wrap
+objects of each kind): on main 7 failed (2 torus moment arms up to 400 m off, 5 rigid-tendon Millard tendon forces
+up to 0.2 F₀ off: `test_torus_*`, `test_rigid_tendon_*` below), after the fixes none; worst differences: lengths
+1.3e-13 m, moment arms 1.1e-7 m (central differences' own error), `computeMomentArm` 1e-15 m, equilibrium 9e-9 F₀,
+tendon force 4.8e-13 F₀, activation rate × τ_a 1.1e-16, fiber velocity 6.3e-10 l₀ v_max, l̇ 1.1e-7 m/s, τ 1.1e-7
+m × Σ T.
+
+Found and not a defect of ours (docs/muscles.md): OpenSim's `computeMomentArm` and `getLengtheningSpeed` on a
+path with a MovingPathPoint on a frame other than its coordinate's joint's child are not −dl/dq of OpenSim's own
+lengths; a compliant DeGroote fiber driven below 0.2 l₀ (outside its curves) is held at zero length by ours and
+turns in OpenSim — such runs are not compared.
 """
 from __future__ import annotations
 
@@ -56,6 +70,7 @@ from biobullet.muscles.dynamics import (FIBER_LENGTH, FIBER_VELOCITY, SPEED, TEN
                                         evaluate_rates, evaluate_stage, pack_muscles)
 
 MODELS = int(os.environ.get("BIOBULLET_MUSCLE_CLASS_MODELS", "12"))
+RUNS = int(os.environ.get("BIOBULLET_MUSCLE_CLASS_RUNS", "4"))
 CHUNK = 4
 JOINT_KINDS = ("pin", "pin", "slider", "universal", "gimbal", "custom")
 #: (OpenSim class, tendon, fiber damping or None for the class default)
@@ -207,7 +222,7 @@ def _path_point(rng, kind: str, name: str, frame, coordinates: dict, info: dict)
     return point
 
 
-def _muscle(rng, k: int, frames: list, coordinates: dict, info: dict):
+def _muscle(rng, k: int, frames: list, coordinates: dict, info: dict, plain: bool = False):
     """A muscle of a random class (MUSCLE_KINDS) on a random path; its tendon slack length is set later."""
     cls, tendon, damping = MUSCLE_KINDS[int(rng.integers(0, len(MUSCLE_KINDS)))]
     muscle = getattr(osim, cls)()
@@ -234,14 +249,16 @@ def _muscle(rng, k: int, frames: list, coordinates: dict, info: dict):
     for i in range(n):
         where = first if i == 0 else last if i == n - 1 else int(rng.integers(0, len(frames)))
         kind = "fixed" if i in (0, n - 1) else str(rng.choice(["fixed", "conditional", "moving"]))
+        kind = "fixed" if plain and kind == "moving" else kind
         info["points"].append(kind)
         path.updPathPointSet().adoptAndAppend(_path_point(rng, kind, f"m{k}_p{i}", frames[where], coordinates,
                                                           info))
     return muscle
 
 
-def random_model(seed: int, file: str) -> dict:
-    """Write the random model of `seed` to `file` with OpenSim's API; what it holds."""
+def random_model(seed: int, file: str, plain: bool = False) -> dict:
+    """Write the random model of `seed` to `file` with OpenSim's API; what it holds. `plain`: no wrap objects and
+    no moving points (the paths whose force OpenSim applies as −T dl/dq, for the runs)."""
     rng = np.random.default_rng(seed)
     model = osim.Model()
     model.setName(f"muscles{seed}")
@@ -268,7 +285,7 @@ def random_model(seed: int, file: str) -> dict:
             coordinate.setDefaultValue(float(rng.uniform(-0.3, 0.3) * width))
             coordinates[coordinate.getName()] = (coordinate, (-width, width))
     surfaces = []
-    for k in range(int(rng.choice([0, 1, 1, 2]))):
+    for k in range(0 if plain else int(rng.choice([0, 1, 1, 2]))):
         kind = str(rng.choice(WRAP_KINDS))
         frame = placed[int(rng.integers(0, len(placed)))]
         wrap = _wrap_object(rng, kind, f"w{k}")
@@ -276,7 +293,7 @@ def random_model(seed: int, file: str) -> dict:
         surfaces.append(f"w{k}")
         info["wraps"].append(kind)
     for k in range(int(rng.integers(1, 5))):
-        muscle = _muscle(rng, k, placed, coordinates, info)
+        muscle = _muscle(rng, k, placed, coordinates, info, plain)
         model.addForce(muscle)
         if surfaces and rng.uniform() < 0.7:
             names = list(rng.permutation(surfaces)[:int(rng.integers(1, len(surfaces) + 1))])
@@ -298,8 +315,12 @@ def random_model(seed: int, file: str) -> dict:
     for i in range(muscle_set.getSize()):   # a fiber near l₀ at the default pose
         muscle = muscle_set.get(i)
         length = muscle.getLength(state)
-        fiber = muscle.getOptimalFiberLength() * np.cos(muscle.getPennationAngleAtOptimalFiberLength())
-        slack = max(0.2 * length, length - fiber * float(rng.uniform(0.8, 1.2)))
+        cos_pennation = np.cos(muscle.getPennationAngleAtOptimalFiberLength())
+        factor = float(rng.uniform(0.8, 1.2))
+        slack = length - muscle.getOptimalFiberLength() * cos_pennation * factor
+        if slack < 0.2 * length:   # a short path: a shorter fiber (l₀ within it)
+            slack = 0.2 * length
+            muscle.setOptimalFiberLength(float((length - slack) / (cos_pennation * factor)))
         muscle.setTendonSlackLength(float(slack))
     model.printToXML(file)
     return info
@@ -410,14 +431,16 @@ def _quotient_excess(ours: np.ndarray, reference: Reference, q, bound: float) ->
 
 def _sample_state(rng, reference: Reference, tries: int = 200):
     """Random coordinates inside their ranges (a margin of 5 %) where every fiber, its tendon at slack length, is
-    within 0.5–1.6 l₀ (OpenSim's equilibrium fails far outside: DeGroote's bisection brackets 0–5 F₀), and
-    random speeds; None when no such pose is found."""
+    within 0.5–1.6 l₀ (OpenSim's equilibrium fails far outside: DeGroote's bisection brackets 0–5 F₀), drawn
+    ever nearer the default pose (where the slack lengths put the fibers near l₀), and random speeds; None when
+    no such pose is found."""
     lo = np.array([c.getRangeMin() for c in reference.coordinates])
     hi = np.array([c.getRangeMax() for c in reference.coordinates])
+    default = np.array([c.getDefaultValue() for c in reference.coordinates])
     slack = np.array([m.getTendonSlackLength() for m in reference.muscles])
     optimal = np.array([m.getOptimalFiberLength() for m in reference.muscles])
-    for _ in range(tries):
-        q = lo + (hi - lo) * rng.uniform(0.05, 0.95, len(lo))
+    for k in range(tries):
+        q = default + (1.0 - k / tries) * (lo + (hi - lo) * rng.uniform(0.05, 0.95, len(lo)) - default)
         fiber = (reference.lengths(q) - slack) / optimal
         if np.all((fiber > 0.5) & (fiber < 1.6)):
             return q, rng.normal(size=len(lo)) * 0.5 * (hi - lo)
@@ -461,8 +484,11 @@ def worst_differences(path: str, seed: int, samples: int = 2) -> tuple[dict[str,
         # the derivatives at a fiber state near the equilibrium one: the Hill part at OpenSim's own musculotendon
         # lengths and lengthening speeds (on a wrapped path or through a moving point OpenSim's speed is −R_os q̇
         # with its computeMomentArm, not dl/dt of its lengths: the path is checked apart, below)
+        # (moved by ≤ 3 % and by ≤ 1 % of the tendon's slack length: a stiff short tendon a few % off equilibrium
+        # carries many F₀ and both fiber velocities overflow)
         fiber = np.array([m.getFiberLength(reference.state) for m in reference.muscles])
-        fiber *= rng.uniform(0.97, 1.03, len(fiber))
+        slack = np.array([m.getTendonSlackLength() for m in reference.muscles])
+        fiber += rng.uniform(-1.0, 1.0, len(fiber)) * np.minimum(0.03 * fiber, 0.01 * slack)
         excitation = rng.uniform(0.0, 1.0, len(names))
         state = np.concatenate((activation, fiber[rows.fiber_state >= 0]))
         rows.excitation[:] = excitation
@@ -478,7 +504,8 @@ def worst_differences(path: str, seed: int, samples: int = 2) -> tuple[dict[str,
         worst["activation_rate"] = max(worst["activation_rate"], np.abs(
             (rows.rate[:len(names)] - their_rate) * time_constants).max() / BOUNDS["activation_rate"])
         worst["fiber_velocity"] = max(worst["fiber_velocity"], np.abs(
-            (rows.outputs[:, FIBER_VELOCITY] - their_velocity) / (l_opt * v_max)).max() / BOUNDS["fiber_velocity"],
+            (rows.outputs[:, FIBER_VELOCITY] - their_velocity)
+            / np.maximum(l_opt * v_max, np.abs(their_velocity))).max() / BOUNDS["fiber_velocity"],
             np.abs((rows.outputs[:, FIBER_LENGTH] - their_fiber) / l_opt).max() / BOUNDS["fiber_velocity"])
         # the stage at our own path: l̇ against central differences of OpenSim's lengths along q̇ = v
         x, xd, gradient, _ = model.joint_state(q, v)
@@ -507,7 +534,9 @@ def run_differences(path: str, seed: int) -> dict[str, float] | None:
     """Largest differences between `simulate(excitations=)` (rtol 1e-10) and OpenSim's Manager (accuracy 1e-10)
     over T_RUN s from the default pose at rest (fibers in equilibrium, random constant excitations and initial
     activations), each divided by its bound; None when the comparison does not apply (a path with a wrap or a
-    moving point: OpenSim applies computeMomentArm's force, module docstring)."""
+    moving point: OpenSim applies computeMomentArm's force, module docstring); {"left_range": 1} or
+    {"fiber_below_domain": 1} when a coordinate left its range or a fiber shortened below 0.2 l₀ on our run,
+    {"integration_failed": 1} when our run stopped (a SolverError)."""
     reference = osim.Model(path)
     paths = [reference.getMuscles().get(i).getGeometryPath() for i in range(reference.getMuscles().getSize())]
     if any(p.getWrapSet().getSize() or any(p.getPathPointSet().get(i).getConcreteClassName() == "MovingPathPoint"
@@ -518,8 +547,23 @@ def run_differences(path: str, seed: int) -> dict[str, float] | None:
     rng = np.random.default_rng(seed + 20_000)
     excitation = {name: float(u) for name, u in zip(names, rng.uniform(0.0, 1.0, len(names)))}
     activation = {name: float(a) for name, a in zip(names, rng.uniform(0.05, 1.0, len(names)))}
-    controller = osim.PrescribedController()
     muscle_set = reference.getMuscles()
+    coordinates = [reference.getCoordinateSet().get(c) for c in model.coordinate_names]
+    q0 = np.array([c.getDefaultValue() for c in coordinates])
+    try:
+        run = biobullet.simulate(model, T_RUN, initial=(q0, np.zeros(model.nv)), excitations=excitation,
+                                 activations=activation, rtol=1e-10, atol=1e-12, t_eval=np.linspace(0.0, T_RUN, 11),
+                                 progress=False)
+    except biobullet.SolverError:   # (plain seed 4: a fiber's stiffness stops ours at 0.0369 s, OpenSim's at 0.0345)
+        return {"integration_failed": 1.0}
+    lo = np.array([c.getRangeMin() for c in coordinates])
+    hi = np.array([c.getRangeMax() for c in coordinates])
+    if np.any(run.q < lo) or np.any(run.q > hi):
+        return {"left_range": 1.0}
+    optimal = np.array([muscle_set.get(name).getOptimalFiberLength() for name in names])
+    if np.any(run.muscles["fiber_length"] < 0.2 * optimal):   # beyond the curves' domain (module docstring)
+        return {"fiber_below_domain": 1.0}
+    controller = osim.PrescribedController()
     for name in names:
         controller.addActuator(muscle_set.get(name))
         controller.prescribeControlForActuator(name, osim.Constant(excitation[name]))
@@ -535,13 +579,6 @@ def run_differences(path: str, seed: int) -> dict[str, float] | None:
     end = manager.integrate(T_RUN)
     reference.realizeDynamics(end)
     coordinates = [reference.getCoordinateSet().get(c) for c in model.coordinate_names]
-    q0 = np.array([c.getDefaultValue() for c in coordinates])
-    run = biobullet.simulate(model, T_RUN, initial=(q0, np.zeros(model.nv)), excitations=excitation,
-                             activations=activation, rtol=1e-10, atol=1e-12, t_eval=[0.0, T_RUN], progress=False)
-    lo = np.array([c.getRangeMin() for c in coordinates])
-    hi = np.array([c.getRangeMax() for c in coordinates])
-    if np.any(run.q[-1] < lo) or np.any(run.q[-1] > hi):
-        return {"left_range": 1.0}
     theirs = [muscle_set.get(name) for name in names]
     return {"q": np.abs(run.q[-1] - [c.getValue(end) for c in coordinates]).max() / RUN_BOUNDS["q"],
             "fiber_length": np.abs(run.muscles["fiber_length"][-1] - [m.getFiberLength(end) for m in theirs]).max()
@@ -565,23 +602,38 @@ def test_random_muscle_models_agree_with_opensim(first, tmp_path):
     assert not failures, failures
 
 
+def test_random_runs_agree_with_opensims_manager(tmp_path):
+    """Seeds 0 … RUNS − 1 of the plain class (no wraps, no moving points: module docstring), each run by
+    `simulate(excitations=)` and OpenSim's Manager over T_RUN s: q, fiber lengths and activations within bounds.
+    A run that leaves a coordinate's range, shortens a fiber below 0.2 l₀ or stops is not compared (listed; at
+    least half of them must compare)."""
+    compared, left, failures = [], [], []
+    for seed in range(RUNS):
+        path = str(tmp_path / f"plain{seed}.osim")
+        random_model(seed, path, plain=True)
+        result = run_differences(path, seed)
+        if {"left_range", "fiber_below_domain", "integration_failed"} & set(result):
+            left.append((seed, result))
+            continue
+        compared.append(seed)
+        if any(value > 1.0 for value in result.values()):
+            failures.append((seed, result))
+    assert not failures and len(compared) >= max(1, RUNS // 2), (failures, compared, left)
+
+
 # --------------------------------------------------------------------------------------------------- defects found
-#: seed 96's state where the torus moment arm was off (coordinates in the model's order)
-TORUS_STATE = np.array([0.892333, 0.890229, 0.876953, 0.815129, -0.274119, -0.504781, -0.895032])
-
-
 def test_torus_moment_arms_follow_opensims_iterate(tmp_path):
-    """Found by the class (seed 96: muscle m1 over a torus, quadrant −x, point range 3–5). OpenSim's closest point on
+    """Found by the class (seed 96: muscle m1 over a torus, quadrant −x, point range 3–5; here seed 70, alike).
+    OpenSim's closest point on
     the centre circle is lmdif's iterate (ftol 1e-4), not the stationary point; where the residual's slope nearly
     vanishes the implicit function theorem's derivative of the stationary point is far from the iterate's: our R
-    was −472 m/rad where −dl/dq of OpenSim's lengths is 1.7 (up to 560 m off). The tangent is now carried through
-    the iterations (`wrapping._circle_search_py`): R within 1e-6 m of central differences of OpenSim's lengths."""
-    path = str(tmp_path / "muscles96.osim")
-    random_model(96, path)
-    model, _ = load_quietly(path)
-    reference = Reference(path, tuple(model.coordinate_names))
-    assert np.abs(muscles.lengths(model, TORUS_STATE) - reference.lengths(TORUS_STATE)).max() <= 1e-9
-    assert _quotient_excess(muscles.moment_arms(model, TORUS_STATE), reference, TORUS_STATE, 1e-6) <= 1.0
+    was −472 m/rad where −dl/dq of OpenSim's lengths is 1.7 (up to 560 m off; seed 179 alike). The tangent is now
+    carried through the iterations (`wrapping._circle_search_py`): R within 1e-6 m of central differences of
+    OpenSim's lengths, and everything else of the class's check."""
+    path = str(tmp_path / "muscles70.osim")
+    random_model(70, path)
+    worst, messages = worst_differences(path, 70)
+    assert not messages and "no_state" not in worst and all(value <= 1.0 for value in worst.values()), worst
 
 
 def test_rigid_tendon_millard_fiber_only_pulls(tmp_path):
@@ -592,7 +644,7 @@ def test_rigid_tendon_millard_fiber_only_pulls(tmp_path):
     path = str(tmp_path / "muscles140.osim")
     random_model(140, path)
     worst, messages = worst_differences(path, 140)
-    assert not messages and all(value <= 1.0 for value in worst.values()), worst
+    assert not messages and "no_state" not in worst and all(value <= 1.0 for value in worst.values()), worst
 
 
 @pytest.mark.parametrize("cls", ["Millard2012EquilibriumMuscle", "Thelen2003Muscle"])
@@ -700,15 +752,45 @@ def test_parameters_opensim_refuses_are_reported_not_imported(case, tmp_path):
     assert f'<{cls} name="flexor">' in messages[0] and named in messages[0] and "Traceback" not in messages[0]
 
 
-#: (seed, what) of the class's models that still differ from OpenSim (not fixed; docs/muscles.md)
-OPEN = {193: "a DeGroote/Thelen fiber whose force is not finite at a sampled state (ModelError from the stage)",
-        222: "fiber velocity of a compliant Thelen2003/DeGroote muscle 0.8 l₀ v_max off OpenSim's"}
-
-
-@pytest.mark.xfail(strict=True, reason="open: see OPEN")
-@pytest.mark.parametrize("seed", sorted(OPEN))
-def test_open_cases_of_the_class(seed, tmp_path):
-    path = str(tmp_path / f"muscles{seed}.osim")
-    random_model(seed, path)
-    worst, messages = worst_differences(path, seed)
-    assert not messages and all(value <= 1.0 for value in worst.values()), worst
+@pytest.mark.parametrize("kind", ["GCVSpline", "Sine", "StepFunction"])
+def test_unsupported_moving_point_functions_are_reported(kind, tmp_path):
+    """A MovingPathPoint whose location is a function the importer does not map (OpenSim runs it): the muscle is
+    reported as not imported in one warning naming the point, the axis and the function; the skeleton loads and
+    OpenSim's own lengths of it are finite (the input is valid, only not imported)."""
+    model = osim.Model()
+    arm = osim.Body("arm", 1.0, osim.Vec3(0, -0.2, 0), osim.Inertia(0.01))
+    model.addBody(arm)
+    joint = osim.PinJoint("elbow", model.getGround(), osim.Vec3(0), osim.Vec3(0), arm, osim.Vec3(0), osim.Vec3(0))
+    model.addJoint(joint)
+    muscle = osim.Millard2012EquilibriumMuscle("flexor", 300.0, 0.1, 0.15, 0.0)
+    muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0.05, 0.1, 0))
+    point = osim.MovingPathPoint()
+    point.setName("sliding")
+    point.setParentFrame(arm)
+    if kind == "GCVSpline":
+        function = osim.GCVSpline()
+        function.setDegree(3)
+        for x, y in ((-2, 0.01), (-1, 0.02), (0, 0.03), (1, 0.02), (2, 0.05), (3, 0.04)):
+            function.addPoint(float(x), float(y))
+    elif kind == "Sine":
+        function = osim.Sine(0.02, 1.0, 0.0, 0.03)
+    else:
+        function = osim.StepFunction(-0.5, 0.5, 0.01, 0.03)
+    point.set_x_location(function)
+    point.set_y_location(osim.Constant(-0.1))
+    point.set_z_location(osim.Constant(0.0))
+    for set_coordinate in (point.setXCoordinate, point.setYCoordinate, point.setZCoordinate):
+        set_coordinate(joint.getCoordinate())
+    muscle.updGeometryPath().updPathPointSet().adoptAndAppend(point)
+    muscle.addNewPathPoint("insertion", arm, osim.Vec3(0.03, -0.2, 0))
+    model.addForce(muscle)
+    model.finalizeConnections()
+    path = str(tmp_path / f"moving_{kind}.osim")
+    model.printToXML(path)
+    reference = osim.Model(path)
+    state = reference.initSystem()
+    assert np.isfinite(reference.getMuscles().get(0).getLength(state))
+    ours, messages = load_quietly(path)
+    assert muscles.names(ours) == () and len(messages) == 1, messages
+    assert '<MovingPathPoint name="sliding"> of muscle "flexor"' in messages[0] and "'x_location'" in messages[0] \
+        and kind in messages[0], messages
