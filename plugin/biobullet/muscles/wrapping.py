@@ -17,7 +17,8 @@ Every quantity is complex: the imaginary part carries the tangent of a forward-m
 direction of motion (`path`: one pass per direction), scaled by h = 1e-30 so that products of two tangents fall
 below round-off — Im(l)/h is dl/ds exact to round-off, no truncation error (the complex step of Squire & Trapp
 1998). Branches are decided on real parts; the torus's closest point on its centre circle, found by OpenSim's
-iteration, is differentiated through that iteration (its iterate, not the stationary point, sets the wrap). Lengths in m.
+iteration, is differentiated through that iteration (its iterate, not the stationary point, sets the wrap).
+Lengths in m.
 """
 from __future__ import annotations
 
