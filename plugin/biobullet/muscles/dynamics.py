@@ -127,6 +127,10 @@ def _muscle_force_py(model, curves, muscle, length, speed, activation, fiber_len
         fiber_force = (activation * active_force_length_py(model, curves, normalized)
                        * force_velocity_py(model, curves, velocity)
                        + passive_force_length_py(model, curves, normalized) + muscle[DAMPING] * velocity)
+        if model == MILLARD and fiber_force < 0.0:
+            # OpenSim 4.6's rigid-tendon Millard fiber only pulls: its damping force saturates where a fast
+            # shortening would make the fiber push (calcMuscleDynamicsInfo)
+            fiber_force = 0.0
         tension = fiber_force * cos_alpha * top
         along_speed = speed
     out[LENGTH] = length

@@ -391,6 +391,9 @@ def read_parameters(read, model: str, tendon: str, extra: dict[str, float], sour
     default_activation (a run's initial activation) must lie in [0, 1] (ModelError at `source`)."""
     if "default_activation" in extra:
         to_float(source, "default_activation", extra["default_activation"], at_least=0.0, at_most=1.0)
+    if "maximum_pennation_angle" in extra:   # OpenSim 4.6's MuscleFixedWidthPennationModel refuses others
+        to_float(source, "maximum_pennation_angle", extra["maximum_pennation_angle"], at_least=0.0,
+                 at_most=math.pi / 2, expected="an angle in [0, π/2] rad (OpenSim 4.6 refuses others)")
     for key, (bound, included) in OPENSIM_LOWER_BOUNDS.get(model, {}).items():
         if key in extra:
             to_float(source, key, extra[key], at_least=bound if included else None, above=None if included else bound,

@@ -16,8 +16,9 @@ MANDATORY_WRAP (the segment crosses the cylinder).
 Every quantity is complex: the imaginary part carries the tangent of a forward-mode derivative along one
 direction of motion (`path`: one pass per direction), scaled by h = 1e-30 so that products of two tangents fall
 below round-off — Im(l)/h is dl/ds exact to round-off, no truncation error (the complex step of Squire & Trapp
-1998). Branches are decided on real parts; the torus's closest point on its centre circle, found by an
-iteration, is differentiated by the implicit function theorem on its stationarity condition. Lengths in m.
+1998). Branches are decided on real parts; the torus's closest point on its centre circle, found by OpenSim's
+iteration, is differentiated through that iteration (its iterate, not the stationary point, sets the wrap).
+Lengths in m.
 """
 from __future__ import annotations
 
@@ -1133,53 +1134,57 @@ def _circle_residual_py(start, direction, radius, u):
 def _lm_step_py(r, diag, qtb, delta, par):
     """MINPACK's lmpar for one unknown: the Levenberg–Marquardt parameter `par` with |diag·x| within 10 % of
     `delta` (or 0 when the Gauss–Newton step fits) and the step x of (r² + par·diag²) x = r·qtb, the latter by
-    qrsolv's Givens rotation; returns (par, x)."""
-    x = qtb / r if r != 0.0 else 0.0
-    dxnorm = abs(diag * x)
+    qrsolv's Givens rotation; returns (par, x). Complex (the tangent in the imaginary parts, `_fabs_py`), every
+    branch decided on real parts."""
+    zero = 0.0 + 0.0j
+    x = qtb / r if r.real != 0.0 else zero
+    dxnorm = _fabs_py(diag * x)
     fp = dxnorm - delta
-    if fp <= 0.1 * delta:
-        return 0.0, x
-    parl = 0.0
-    if r != 0.0:
-        temp = abs(diag * (diag * x / dxnorm) / r)
+    if fp.real <= 0.1 * delta.real:
+        return zero, x
+    parl = zero
+    if r.real != 0.0:
+        temp = _fabs_py(diag * (diag * x / dxnorm) / r)
         parl = ((fp / delta) / temp) / temp
-    gnorm = abs(r * qtb / diag)
+    gnorm = _fabs_py(r * qtb / diag)
     paru = gnorm / delta
-    if paru == 0.0:
-        paru = LMDIF_DWARF / min(delta, 0.1)
-    par = min(max(par, parl), paru)
-    if par == 0.0:
+    if paru.real == 0.0:
+        paru = LMDIF_DWARF / (delta if delta.real < 0.1 else 0.1 + 0.0j)
+    par = parl if par.real < parl.real else par
+    par = paru if paru.real < par.real else par
+    if par.real == 0.0:
         par = gnorm / dxnorm
     for iteration in range(1, 11):
-        if par == 0.0:
-            par = max(LMDIF_DWARF, 0.001 * paru)
-        damping = math.sqrt(par) * diag
+        if par.real == 0.0:
+            par = LMDIF_DWARF + 0.0j if LMDIF_DWARF > 0.001 * paru.real else 0.001 * paru
+        damping = cmath.sqrt(par) * diag
         rotated = r
         rhs = qtb
-        if damping != 0.0:   # qrsolv: one Givens rotation of [r; damping]
-            if abs(r) < abs(damping):
+        if damping.real != 0.0:   # qrsolv: one Givens rotation of [r; damping]
+            if abs(r.real) < abs(damping.real):
                 cotangent = r / damping
-                sine = 0.5 / math.sqrt(0.25 + 0.25 * cotangent * cotangent)
+                sine = 0.5 / cmath.sqrt(0.25 + 0.25 * cotangent * cotangent)
                 cosine = sine * cotangent
             else:
                 tangent = damping / r
-                cosine = 0.5 / math.sqrt(0.25 + 0.25 * tangent * tangent)
+                cosine = 0.5 / cmath.sqrt(0.25 + 0.25 * tangent * tangent)
                 sine = cosine * tangent
             rotated = cosine * r + sine * damping
             rhs = cosine * qtb
-        x = rhs / rotated if rotated != 0.0 else 0.0
-        dxnorm = abs(diag * x)
+        x = rhs / rotated if rotated.real != 0.0 else zero
+        dxnorm = _fabs_py(diag * x)
         previous = fp
         fp = dxnorm - delta
-        if abs(fp) <= 0.1 * delta or (parl == 0.0 and fp <= previous < 0.0) or iteration == 10:
+        if abs(fp.real) <= 0.1 * delta.real or (parl.real == 0.0 and fp.real <= previous.real < 0.0) \
+                or iteration == 10:
             break
-        temp = abs(diag * (diag * x / dxnorm) / rotated)
+        temp = _fabs_py(diag * (diag * x / dxnorm) / rotated)
         correction = ((fp / delta) / temp) / temp
-        if fp > 0.0:
-            parl = max(parl, par)
-        if fp < 0.0:
-            paru = min(paru, par)
-        par = max(parl, par + correction)
+        if fp.real > 0.0 and par.real > parl.real:
+            parl = par
+        if fp.real < 0.0 and par.real < paru.real:
+            paru = par
+        par = par + correction if (par + correction).real > parl.real else parl
     return par, x
 
 
@@ -1187,94 +1192,89 @@ def _circle_search_py(start, direction, radius):
     """u where the line start + u·direction comes closest to the circle, as WrapTorus::findClosestPoint finds it:
     MINPACK's lmdif as OpenSim's lmdif_C has it (see LMDIF_*) on the one residual `_circle_residual_py` from
     u = 0: forward-difference slope, diag scaling (mode 1), step bound 0.2, ftol = xtol = 1e-4, at most 500
-    evaluations. Real parts only: which stationary point it reaches decides the wrap, and its iterate (not the
-    exact stationary point) sets the cylinder; the complex part is added by the caller."""
-    real_start = np.empty(3)
-    real_direction = np.empty(3)
-    for i in range(3):
-        real_start[i] = start[i].real
-        real_direction[i] = direction[i].real
-    rho = radius.real
-    x = 0.0
-    fvec = _circle_residual_py(real_start, real_direction, rho, x + 0.0j)[0].real
+    evaluations. Which stationary point it reaches decides the wrap, and its iterate (not the exact stationary
+    point: ftol 1e-4) sets the cylinder, so the tangent is carried through every iteration in the imaginary parts
+    (`_fabs_py`; branches and iteration counts on real parts): where the residual's slope nearly vanishes the
+    iterate's derivative is not the implicit function theorem's of the stationary point."""
+    zero = 0.0 + 0.0j
+    x = zero
+    fvec = _circle_residual_py(start, direction, radius, x)[0]
     evaluations = 1
-    fnorm = abs(fvec)
-    par = 0.0
-    diag = 1.0
-    delta = 0.0
-    xnorm = 0.0
+    fnorm = _fabs_py(fvec)
+    par = zero
+    diag = 1.0 + 0.0j
+    delta = zero
+    xnorm = zero
     first = True
     while True:
-        fjac = (_circle_residual_py(real_start, real_direction, rho, (x + LMDIF_DIFFERENCE_STEP) + 0.0j)[0].real
-                - fvec) / LMDIF_DIFFERENCE_STEP
-        column_norm = abs(fjac)
+        fjac = (_circle_residual_py(start, direction, radius, x + LMDIF_DIFFERENCE_STEP)[0] - fvec) \
+            / LMDIF_DIFFERENCE_STEP
+        column_norm = _fabs_py(fjac)
         r = -fjac                           # qrfac of the 1 × 1 Jacobian
-        qtf = -fvec if fjac != 0.0 else fvec
+        qtf = -fvec if fjac.real != 0.0 else fvec
         if first:
-            diag = column_norm if column_norm != 0.0 else 1.0
-            xnorm = abs(diag * x)
+            diag = column_norm if column_norm.real != 0.0 else 1.0 + 0.0j
+            xnorm = _fabs_py(diag * x)
             delta = CIRCLE_STEP_BOUND * xnorm
-            if abs(delta) <= 1e-4:
-                delta = CIRCLE_STEP_BOUND
-        if fnorm == 0.0 or column_norm == 0.0:   # gnorm = 0 <= gtol
+            if abs(delta.real) <= 1e-4:
+                delta = CIRCLE_STEP_BOUND + 0.0j
+        if fnorm.real == 0.0 or column_norm.real == 0.0:   # gnorm = 0 <= gtol
             return x
-        diag = max(diag, column_norm)
+        diag = column_norm if column_norm.real > diag.real else diag
         while True:
             par, step = _lm_step_py(r, diag, qtf, delta, par)
             step = -step
             trial = x + step
-            pnorm = abs(diag * step)
-            if first:
-                delta = min(delta, pnorm)
-            f_trial = _circle_residual_py(real_start, real_direction, rho, trial + 0.0j)[0].real
+            pnorm = _fabs_py(diag * step)
+            if first and pnorm.real < delta.real:
+                delta = pnorm
+            f_trial = _circle_residual_py(start, direction, radius, trial)[0]
             evaluations += 1
-            fnorm_trial = abs(f_trial)
-            actual = -1.0
-            if 0.1 * fnorm_trial < fnorm:
+            fnorm_trial = _fabs_py(f_trial)
+            actual = -1.0 + 0.0j
+            if 0.1 * fnorm_trial.real < fnorm.real:
                 actual = 1.0 - (fnorm_trial / fnorm) ** 2
-            temp1 = abs(r * step) / fnorm
-            temp2 = math.sqrt(par) * pnorm / fnorm
+            temp1 = _fabs_py(r * step) / fnorm
+            temp2 = cmath.sqrt(par) * pnorm / fnorm
             predicted = temp1 * temp1 + temp2 * temp2 / 0.5
             directional = -(temp1 * temp1 + temp2 * temp2)
-            ratio = actual / predicted if predicted != 0.0 else 0.0
-            if ratio <= 0.25:
-                temp = 0.5 if actual >= 0.0 else 0.5 * directional / (directional + 0.5 * actual)
-                if 0.1 * fnorm_trial >= fnorm or temp < 0.1:
-                    temp = 0.1
-                delta = temp * min(delta, pnorm / 0.1)
+            ratio = actual / predicted if predicted.real != 0.0 else zero
+            if ratio.real <= 0.25:
+                temp = 0.5 + 0.0j if actual.real >= 0.0 else 0.5 * directional / (directional + 0.5 * actual)
+                if 0.1 * fnorm_trial.real >= fnorm.real or temp.real < 0.1:
+                    temp = 0.1 + 0.0j
+                delta = temp * (delta if delta.real < pnorm.real / 0.1 else pnorm / 0.1)
                 par = par / temp
-            elif par == 0.0 or ratio >= 0.75:
+            elif par.real == 0.0 or ratio.real >= 0.75:
                 delta = pnorm / 0.5
                 par = 0.5 * par
-            if ratio >= 1e-4:
+            if ratio.real >= 1e-4:
                 x = trial
                 fvec = f_trial
-                xnorm = abs(diag * x)
+                xnorm = _fabs_py(diag * x)
                 fnorm = fnorm_trial
                 first = False
-            if abs(actual) <= CIRCLE_TOLERANCE and predicted <= CIRCLE_TOLERANCE and 0.5 * ratio <= 1.0:
+            if abs(actual.real) <= CIRCLE_TOLERANCE and predicted.real <= CIRCLE_TOLERANCE and \
+                    0.5 * ratio.real <= 1.0:
                 return x
-            if delta <= CIRCLE_TOLERANCE * xnorm or evaluations >= CIRCLE_EVALUATIONS:
+            if delta.real <= CIRCLE_TOLERANCE * xnorm.real or evaluations >= CIRCLE_EVALUATIONS:
                 return x
-            if abs(actual) <= LMDIF_MACHEP and predicted <= LMDIF_MACHEP and 0.5 * ratio <= 1.0:
+            if abs(actual.real) <= LMDIF_MACHEP and predicted.real <= LMDIF_MACHEP and 0.5 * ratio.real <= 1.0:
                 return x
-            if delta <= LMDIF_MACHEP * xnorm:
+            if delta.real <= LMDIF_MACHEP * xnorm.real:
                 return x
-            if ratio >= 1e-4:
+            if ratio.real >= 1e-4:
                 break
 
 
 def _circle_point_py(start, end, radius, out):
     """The point of the line start → end nearest the circle (WrapTorus::findClosestPoint's search from `start`,
-    complex: the real parts from the search, the derivative by the implicit function theorem, one Newton
-    correction of the imaginary part only); returns the distance to the circle."""
+    complex: the tangent carried through the search's iterations); returns the distance to the circle."""
     direction = np.empty(3, np.complex128)
     for i in range(3):
         direction[i] = end[i] - start[i]
     _normalize_py(direction, direction)
-    u = _circle_search_py(start, direction, radius) + 0.0j
-    residual, slope = _circle_residual_py(start, direction, radius, u)
-    u = u.real + 1j * (-residual.imag / slope.real)
+    u = _circle_search_py(start, direction, radius)
     for i in range(3):
         out[i] = start[i] + u * direction[i]
     rho = cmath.sqrt(out[0] * out[0] + out[1] * out[1])
@@ -1351,13 +1351,13 @@ def wrap_bindings() -> dict:
          "_length_py": _length_py, "_angle_cosine_py": _angle_cosine_py, "_fabs_py": _fabs_py,
          "_invert4_py": _invert4_py, "_spiral_point_py": _spiral_point_py,
          "_tangent_residuals_py": _tangent_residuals_py, "_circle_residual_py": _circle_residual_py,
-         "_lm_step_py": _lm_step_py, "_middle_across_axis_py": _middle_across_axis_py,
+         "_middle_across_axis_py": _middle_across_axis_py,
          "_closest_residual_py": _closest_residual_py},
         {"_closest_on_line_py": _closest_on_line_py, "_intersect_lines_py": _intersect_lines_py,
          "_intersect_segment_plane_py": _intersect_segment_plane_py, "_tangents_py": _tangents_py,
          "_sphere_tangents_py": _sphere_tangents_py, "_plane_normal_py": _plane_normal_py,
          "_ellipse_closest_py": _ellipse_closest_py, "_ellipsoid_tangent_py": _ellipsoid_tangent_py,
-         "_ellipsoid_arc_py": _ellipsoid_arc_py, "_cylinder_apex_py": _cylinder_apex_py},
+         "_ellipsoid_arc_py": _ellipsoid_arc_py, "_cylinder_apex_py": _cylinder_apex_py, "_lm_step_py": _lm_step_py},
         {"_adjust_tangent_py": _adjust_tangent_py, "_ellipsoid_closest_py": _ellipsoid_closest_py},
         {"_adjust_spiral_py": _adjust_spiral_py, "_circle_search_py": _circle_search_py},
         {"_circle_point_py": _circle_point_py, "cylinder_wrap_py": cylinder_wrap_py})
