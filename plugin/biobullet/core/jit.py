@@ -34,6 +34,10 @@ load (a type its index names has moved, a garbled file) is compiled again, not r
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
 
+numba's inlining of an IR-inlined callee copied the callee's whole variable scope once per block of its IR
+(quadratic in its size: most of the front end of the kernels that inline whole stages); from the first `compiled`
+on, it copies it once per copied IR (`_share_inlined_scope`: the same IR spliced in, the same machine code).
+
 A library kernel (one defined in the `biobullet` package) that fails to compile raises `KernelCompileError` —
 a bug report naming the kernel and numba's first error line — wherever it is compiled (its first call, a caller's
 compile, `direct_entry`, `function_address`): nothing falls back to the uncompiled form. Only a plug-in's kernel
