@@ -454,8 +454,8 @@ def _share_inlined_scope() -> None:
     numba's `InlineWorker.inline_ir` copies the callee's IR (twice: one copy to splice in, one returned) block by
     block, each with `copy.deepcopy` and a memo of its own; every variable in a block refers to the function's one
     scope, which holds every variable of the function, so each block's copy copied all of them again — O(blocks ×
-    variables) per inlined call, and an inlined callee's IR holds its own inlined callees': 60–75 % of the public
-    calls' forward kernel's front end (fourbar_knee, cProfile: 27 million `deepcopy` calls). Inside `inline_ir` the
+    variables) per inlined call, and an inlined callee's IR holds its own inlined callees': ≈ 55 % of the public
+    calls' forward kernel's front end (fourbar_knee; cProfile: 27 million `deepcopy` calls). Inside `inline_ir` the
     scope is copied once per copied IR (`_scope_copied_once`); the blocks then share that copy, as the original's
     blocks share the original — the IR numba splices in is the same (the callee's variables are renamed into the
     caller's scope, then every block's scope is set to the caller's), so the machine code is too. Installed once,
