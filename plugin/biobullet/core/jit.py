@@ -34,6 +34,10 @@ load (a type its index names has moved, a garbled file) is compiled again, not r
 are reached by address declares `KERNEL_ERROR_MODEL = "numpy"`: each of its kernels then compiles with that one
 error model wherever it is reached, so once (`_error_model`).
 
+numba's inlining of an IR-inlined callee copied the callee's whole variable scope once per block of its IR
+(quadratic in its size: most of the front end of the kernels that inline whole stages); from the first `compiled`
+on, it copies it once per copied IR (`_share_inlined_scope`: the same IR spliced in, the same machine code).
+
 A library kernel (one defined in the `biobullet` package) that fails to compile raises `KernelCompileError` —
 a bug report naming the kernel and numba's first error line — wherever it is compiled (its first call, a caller's
 compile, `direct_entry`, `function_address`): nothing falls back to the uncompiled form. Only a plug-in's kernel
@@ -426,6 +430,64 @@ def _announce_compiles() -> None:
     _NOTICE_LISTENER.append(listener)
 
 
+_INLINE_SCOPES: list[dict] = []   # inside numba's inlining of a callee: {id(scope): (scope, its one copy)}
+
+
+def _scope_copied_once(scope: Any, memo: dict) -> Any:
+    """numba's `ir.Scope.__deepcopy__` while numba inlines a callee (`_share_inlined_scope`): the scope's one copy
+    for the whole copied IR, made on its first copy (as `copy.deepcopy`'s default would: a new instance, then its
+    attributes copied with the memo)."""
+    import copy
+    copies = _INLINE_SCOPES[-1]
+    entry = copies.get(id(scope))
+    if entry is None:
+        duplicate = type(scope).__new__(type(scope))
+        memo[id(scope)] = duplicate
+        duplicate.__dict__.update(copy.deepcopy(scope.__dict__, memo))
+        entry = copies[id(scope)] = (scope, duplicate)   # (the original kept: its id stays its own meanwhile)
+    memo[id(scope)] = entry[1]
+    return entry[1]
+
+
+def _share_inlined_scope() -> None:
+    """Make numba's inlining of an IR-inlined callee copy the callee's variable scope once, not once per block.
+    numba's `InlineWorker.inline_ir` copies the callee's IR (twice: one copy to splice in, one returned) block by
+    block, each with `copy.deepcopy` and a memo of its own; every variable in a block refers to the function's one
+    scope, which holds every variable of the function, so each block's copy copied all of them again — O(blocks ×
+    variables) per inlined call, and an inlined callee's IR holds its own inlined callees': ≈ 55 % of the public
+    calls' forward kernel's front end (fourbar_knee; cProfile: 27 million `deepcopy` calls). Inside `inline_ir` the
+    scope is copied once per copied IR (`_scope_copied_once`); the blocks then share that copy, as the original's
+    blocks share the original — the IR numba splices in is the same (the callee's variables are renamed into the
+    caller's scope, then every block's scope is set to the caller's), so the machine code is too. Installed once,
+    on the first `compiled` (numba pinned; where its internals moved, its own behaviour stands)."""
+    if _SHARED_SCOPE:
+        return
+    _SHARED_SCOPE.append(True)
+    try:
+        from numba.core import inline_closurecall, ir
+        inline_ir = inline_closurecall.InlineWorker.inline_ir
+        if "__deepcopy__" in vars(ir.Scope):   # (numba copies scopes its own way now: leave it)
+            return
+    except (ImportError, AttributeError):   # pragma: no cover - numba internals moved
+        return
+
+    def inline_ir_sharing_scope(self, *args, **kwargs):
+        _INLINE_SCOPES.append({})
+        ir.Scope.__deepcopy__ = _scope_copied_once   # (numba's compile lock is held: no other thread copies IR)
+        try:
+            return inline_ir(self, *args, **kwargs)
+        finally:
+            _INLINE_SCOPES.pop()
+            if not _INLINE_SCOPES:
+                del ir.Scope.__deepcopy__
+
+    inline_ir_sharing_scope.__wrapped__ = inline_ir   # type: ignore[attr-defined]
+    inline_closurecall.InlineWorker.inline_ir = inline_ir_sharing_scope
+
+
+_SHARED_SCOPE: list = []   # [True] once `_share_inlined_scope` ran
+
+
 def _is_dispatcher(value: Any) -> bool:
     return hasattr(value, "py_func")
 
@@ -554,6 +616,7 @@ def compiled(function: Callable, *, bind: Bindings = None, inline: bool = False,
         if not inline:   # an inlined twin has no cache of its own: its caller's decides
             _drop_stale_cache(target, digest)
         _announce_compiles()
+        _share_inlined_scope()
         _KERNEL_CODES.add(function.__code__)
         # the runtime switch given either way: numba gives a kernel without one its caller's, so a kernel first
         # compiled inside an NRT-free kernel's compile would lose the runtime (and be cached so for every caller)
@@ -803,6 +866,7 @@ def _compiled_address(function: Callable, signature, bind: Bindings, error_model
     _drop_stale_cache(target, _source_digest(function, bound_kernels)
                       + (str(signature) + error_model if bound_kernels else ""))
     _announce_compiles()
+    _share_inlined_scope()
     _KERNEL_CODES.add(function.__code__)
     with _compile_failures(function):
         # numba.cfunc(signature, cache=True) with a guarded cache (it compiles at once)

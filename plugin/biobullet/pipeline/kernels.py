@@ -16,7 +16,8 @@ four-bar's right-hand side 10.5 → 15–26 µs), an inlined one passes nothing.
 arrays, stays a call, and so does the loop Newton of the right-hand side (`constraints.newton_kernel.newton_kernel`):
 compiled once instead of once per variant. The forward kernel with loops (the public calls: compiled on a model's
 first public call, never by a run) inlines the loop Newton (its solve stays a call): 0.15–0.3 µs less per call,
-≈ 14 s more CPU for that first call's compile (docs/speed.md)."""
+≈ 14 s more CPU for that first call's compile, measured before `core.jit` made numba copy an inlined callee's
+scope once, which cut the whole kernel's compile 45.1 → 17.5 s (docs/speed.md, "Cold start")."""
 from __future__ import annotations
 
 from biobullet.algorithms import compiled_kernels
