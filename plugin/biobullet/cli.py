@@ -656,12 +656,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad arguments
     import logging
     import warnings
-    # a user-facing warning is one line, without the library's source line
+    # a user-facing warning is one line, without the library's source line (put back at the end: `main` called
+    # from Python — a script, a test — leaves the process's warning format and the library logger as it found them)
+    python_format = warnings.formatwarning
     warnings.formatwarning = lambda message, category, *rest, **kw: f"{PROG}: warning: {message}\n"
     errors = sys.stderr   # errors always reach the terminal; --quiet silences everything else on stderr
     handler = logging.StreamHandler(errors)
     handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
     library_logger = logging.getLogger("biobullet")
+    logger_level = library_logger.level
     library_logger.addHandler(handler)
     library_logger.setLevel(logging.DEBUG if args.verbose else logging.ERROR if args.quiet else logging.WARNING)
     quiet = contextlib.ExitStack()
@@ -703,6 +706,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _internal_error(exc, errors)
     finally:
         library_logger.removeHandler(handler)
+        library_logger.setLevel(logger_level)
+        warnings.formatwarning = python_format
     return EXIT_OK
 
 

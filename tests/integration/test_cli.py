@@ -310,3 +310,18 @@ def test_bench_quick_reports_ratios_and_writes_its_json(tmp_path: Path) -> None:
         assert bridge["ratio_bridge_to_bare"][clock] > 0
     assert bridge["max_joint_function_residual"] <= 1e-6
     assert "bench: results in" in result.stderr
+
+
+def test_main_called_from_python_leaves_the_warning_format_and_the_logger_as_it_found_them(small_model: Path,
+                                                                                             capsys) -> None:
+    # `main` sets a one-line warning format and the library logger's level for its run; called from a script or a
+    # test (not as the `biobullet` process) it used to leave them set, so later warnings of that process lost their
+    # file and line ("biobullet: warning: ..." for any library's warning)
+    import logging
+    import warnings
+    import biobullet.cli as cli
+    before = (warnings.formatwarning, logging.getLogger("biobullet").level)
+    assert cli.main(["--quiet", "info", str(small_model)]) == 0
+    assert cli.main(["info", str(small_model)]) == 0
+    capsys.readouterr()
+    assert (warnings.formatwarning, logging.getLogger("biobullet").level) == before
