@@ -56,9 +56,10 @@ class LoopResolver:
     that it continues along the branch it is on; this is a cache for speed and branch continuity, not model
     state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
     of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
-    continue each other's branch). The model's solution at its declared initial configuration (solved there after
-    a first call at other inputs: `_anchor_declared`) is the resolver's own: continuation starts there when it is
-    nearer than the warm start. A warm-started solve that
+    continue each other's branch). The model's first solution (at its declared initial configuration where the
+    first solve failed: `_anchor_declared`) is the resolver's own, the anchor: continuation starts there when it is
+    nearer than the warm start; a new workspace solves its first state as a fresh model does, from the anchor only
+    where that fails (`_solve_warm`). A warm-started solve that
     fails is retried from a fresh model's start before it is refused (`solve`): the warm start decides the branch,
     never whether a state is solved.
     """
@@ -215,7 +216,6 @@ class LoopResolver:
                     return self._solve_warm(theta, t, target, check_singular)
                 except SolverError:
                     raise error from None
-            self._anchor_declared(theta, t)
             return solved
         if not self.fresh_retry:
             return self._solve_warm(theta, t, target, check_singular)
@@ -241,15 +241,10 @@ class LoopResolver:
             return solved
 
     def _anchor_declared(self, theta: np.ndarray, t: float) -> None:
-        """After the model's first solve: the anchor — the solution every new workspace continues from — is the
-        solution at the declared initial configuration (<initial>), solved there from the initial guess, not the
-        first solution wherever it was asked. A first call at far inputs can land on another assembly mode (the
-        four-bar knee's at knee_A = 2.25 rad does, as a fresh model's answer there), and as the anchor that solution
-        started every later run: `simulate` from the declared configuration ran on the other branch. The first
-        solve's result and warm start are kept; where the declared configuration does not close, the first
-        solution stays the anchor."""
-        if self._initial_known is None or self._anchor is not None and np.array_equal(self._anchor[0],
-                                                                                       self._initial_known):
+        """A fresh model's first solve failed: the anchor — where continuation starts — is the solution at the
+        declared initial configuration (<initial>), solved there from the initial guess, if it closes; the record's
+        warm start is left as the failed attempt left it."""
+        if self._initial_known is None or self._anchor is not None:
             return
         declared = theta.copy()
         declared[self._kn] = self._initial_known
@@ -267,8 +262,16 @@ class LoopResolver:
                     ) -> tuple[np.ndarray, np.ndarray, float]:
         """`solve` from the warm start (or the first solution, whichever is nearer), with continuation."""
         known = self._kn
-        if not self._valid and self._anchor is not None:   # a new workspace: from the first solution
-            self._set_warm(*self._anchor)
+        if not self._valid and self._anchor is not None:
+            # a new workspace (a run's start, a new Data): Newton from the initial guess first, as a fresh model
+            # solves it, so that its branch does not depend on what was solved before (the four-bar knee's first
+            # call at knee_A = 2.25 rad, on its other assembly mode, was the anchor every later `simulate` from the
+            # declared configuration continued from: knee_D(0) = −2.3008, not 0); from the anchor where that fails
+            try:
+                return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+            except SolverError:
+                theta[known] = target
+                self._set_warm(*self._anchor)
         if self._valid:
             start = self._known0.copy()   # (the warm start moves with the continuation's substeps)
             jump = np.max(np.abs(target - start), initial=0.0)
