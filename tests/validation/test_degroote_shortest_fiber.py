@@ -36,26 +36,31 @@ def _closed_tendon_force(normalized_length: float, strain: float = STRAIN) -> fl
     return 0.2 * math.exp(math.log(6.0) / strain * (normalized_length - 1.0)) - 0.2
 
 
-def _write(tmp_path, pennation: float, slack: float) -> str:
-    """A pin-jointed arm pulled by one compliant DeGroote muscle `m` from the ground (written by OpenSim 4.6)."""
+def _write(tmp_path, pennation: float, slack: float, cls: str = "DeGrooteFregly2016Muscle",
+           damping: float | None = None) -> str:
+    """A pin-jointed arm pulled by one compliant muscle `m` of class `cls` from the ground (written by OpenSim 4.6;
+    DeGroote's tendon strain at F₀ set to STRAIN)."""
     model = osim.Model()
     arm = osim.Body("arm", 1.0, osim.Vec3(0, -0.2, 0), osim.Inertia(0.01))
     model.addBody(arm)
     model.addJoint(osim.PinJoint("elbow", model.getGround(), osim.Vec3(0), osim.Vec3(0), arm, osim.Vec3(0),
                                  osim.Vec3(0)))
-    muscle = osim.DeGrooteFregly2016Muscle()
+    muscle = getattr(osim, cls)()
     muscle.setName("m")
     muscle.set_max_isometric_force(F_MAX)
     muscle.set_optimal_fiber_length(L_OPT)
     muscle.set_max_contraction_velocity(V_MAX)
     muscle.set_tendon_slack_length(slack)
     muscle.set_pennation_angle_at_optimal(pennation)
-    muscle.set_tendon_strain_at_one_norm_force(STRAIN)
+    if cls == "DeGrooteFregly2016Muscle":
+        muscle.set_tendon_strain_at_one_norm_force(STRAIN)
+    if damping is not None:
+        muscle.set_fiber_damping(damping)
     muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0.05, 0.1, 0))
     muscle.addNewPathPoint("insertion", arm, osim.Vec3(0.03, -0.2, 0))
     model.addForce(muscle)
     model.finalizeConnections()
-    path = str(tmp_path / f"degroote_{pennation}_{slack:.12f}.osim")
+    path = str(tmp_path / f"{cls}_{damping}_{pennation}_{slack:.12f}.osim")
     model.printToXML(path)
     return path
 
@@ -146,9 +151,9 @@ def test_path_shorter_than_the_tendon_holds_the_fiber_at_zero(speed, tmp_path):
 
 def test_run_through_the_shortest_fiber_follows_the_tendon(tmp_path):
     """The run muscprobe found (plain seed 5 of test_unseen50_muscle_class.py's generator, muscle m0: DeGroote,
-    compliant, no pennation): its fiber's projection reaches 0 at 0.0385 s (OpenSim 4.6 agrees to 1e-6 until then,
-    fibers down to 0.02 l₀). From there ours holds the fiber at 0 and the tendon force is F₀ f_T(l / l_s) at every
-    output time, to 1e-9 F₀ (closed form)."""
+    compliant, no pennation): its fiber's projection reaches 0 between 0.038 and 0.039 s (OpenSim 4.6 agrees to
+    1e-6 until then, fibers down to 0.03 l₀). From there ours holds the fiber at 0 and the tendon force is
+    F₀ f_T(l / l_s) at every output time, to 1e-9 F₀ (closed form)."""
     from test_unseen50_muscle_class import load_quietly, random_model
     path = str(tmp_path / "plain5.osim")
     random_model(5, path, plain=True)
@@ -167,7 +172,53 @@ def test_run_through_the_shortest_fiber_follows_the_tendon(tmp_path):
                              progress=False)
     k = names.index("m0")
     held = run.muscles["fiber_length"][:, k]
-    expected = m0.getMaxIsometricForce() * np.array(
-        [_closed_tendon_force(length / m0.getTendonSlackLength(), m0.get_tendon_strain_at_one_norm_force()) for length in run.muscles["length"][:, k]])
+    slack, strain = m0.getTendonSlackLength(), m0.get_tendon_strain_at_one_norm_force()
+    expected = m0.getMaxIsometricForce() * np.array([_closed_tendon_force(length / slack, strain)
+                                                     for length in run.muscles["length"][:, k]])
     assert np.all(held == 0.0), held
     assert np.abs(run.muscles["tendon_force"][:, k] - expected).max() < 1e-9 * m0.getMaxIsometricForce()
+
+
+@pytest.mark.parametrize("cls, damping", [("Millard2012EquilibriumMuscle", 0.1),
+                                          ("Millard2012EquilibriumMuscle", 0.0), ("Thelen2003Muscle", None)])
+@pytest.mark.parametrize("pennation", [0.0, 0.3])
+@pytest.mark.parametrize("strain", [0.002, 0.02])
+def test_millard_and_thelen_fibers_below_their_shortest_are_clamped_as_opensims(cls, damping, pennation, strain,
+                                                                                 tmp_path):
+    """Fibers set at 0, 0.1 and 0.25 l₀ (below Millard's 0.4441 l₀ and below Thelen's h / sin α_max with pennation;
+    Thelen's shortest is 0 without), the tendon strained by `strain` at the clamped fiber (0.2 %: the fiber is
+    held, its shortening velocity zero; 2 %: it leaves the clamp), activation and excitation 0.9: our clamped fiber
+    length, fiber velocity (the fiber state's rate) and tendon force equal OpenSim 4.6's (1e-12 m; 1e-9 l₀ v_max,
+    OpenSim's damped Millard fiber velocity being a Newton solve; 1e-9 F₀)."""
+    probe = osim.Model(_write(tmp_path, pennation, 0.3, cls, damping))
+    state = probe.initSystem()
+    muscle = getattr(osim, cls).safeDownCast(probe.getMuscles().get(0))
+    muscle.setActivation(state, 0.9)
+    muscle.setFiberLength(state, 0.0)
+    probe.realizePosition(state)
+    along = muscle.getFiberLengthAlongTendon(state)   # at the clamp: x_min = l_M,min cos α
+    slack = (PATH_LENGTH - along) / (1.0 + strain)
+    path = _write(tmp_path, pennation, slack, cls, damping)
+    model = biobullet.load_model(path)
+    rows = pack_muscles(model)
+    reference = osim.Model(path)
+    state = reference.initSystem()
+    muscle = getattr(osim, cls).safeDownCast(reference.getMuscles().get(0))
+    for fiber in (0.0, 0.1 * L_OPT, 0.25 * L_OPT):
+        muscle.setActivation(state, 0.9)
+        muscle.setFiberLength(state, fiber)
+        reference.realizeVelocity(state)
+        controls = reference.updControls(state)
+        controls.set(0, 0.9)
+        reference.setControls(state, controls)
+        reference.realizeAcceleration(state)
+        rows.excitation[:] = 0.9
+        evaluate_rates(model, rows, np.array([muscle.getLength(state)]),
+                       np.array([muscle.getLengtheningSpeed(state)]), np.array([0.9, fiber]))
+        out = rows.outputs[0]
+        assert abs(out[FIBER_LENGTH] - muscle.getFiberLength(state)) < 1e-12, fiber
+        assert abs(out[TENDON_FORCE] - muscle.getTendonForce(state)) < 1e-9 * F_MAX, fiber
+        theirs = muscle.getStateVariableDerivativeValue(state, "fiber_length")
+        assert abs(out[FIBER_VELOCITY] - theirs) < 1e-9 * L_OPT * V_MAX, (fiber, out[FIBER_VELOCITY], theirs)
+        assert abs(rows.rate[1] - theirs) < 1e-9 * L_OPT * V_MAX
+        assert fiber > 0.0 or out[TENDON_FORCE] > 0.0   # the tendon loaded at the clamp
