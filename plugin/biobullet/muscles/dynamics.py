@@ -21,7 +21,8 @@ sub-steps: paths once per step).
 - compliant tendon: with the constant-height pennation cos α(l_M), the tendon l_T = l − l_M cos α carries
   T = F₀ f_T(l_T / l_s); the fiber velocity is the one at which the fiber, at activation a and length l_M, develops
   T / cos α (`hill.fiber_velocity_py`: each model's inverse force–velocity, as OpenSim integrates it); at the
-  shortest fiber a shortening velocity is held at zero (OpenSim's clamped fiber state);
+  shortest fiber a shortening velocity is held at zero (OpenSim's clamped Thelen and Millard fiber state; OpenSim
+  continues DeGroote's formulas past it into an inverted fiber: docs/muscles.md, "The shortest DeGroote fiber");
 - rigid tendon: l_M cos α = l − l_s, l̇_M = l̇ cos α, T = F₀ (a f_L f_V(ṽ) + f_PE + β ṽ) cos α (Thelen2003 has no
   forward force–velocity curve: a rigid-tendon Thelen muscle is refused at load, as OpenSim does).
 
@@ -113,7 +114,7 @@ def _muscle_force_py(model, curves, muscle, length, speed, activation, fiber_len
                                       tendon_force / cos_alpha)
         fiber_speed = velocity * muscle[V_MAX] * optimal
         if fiber_length <= shortest_fiber_py(model, curves, muscle) and fiber_speed < 0.0:
-            fiber_speed = 0.0   # OpenSim's clamped fiber state
+            fiber_speed = 0.0   # OpenSim's clamped fiber state (DeGroote: docs/muscles.md, the shortest fiber)
         tension = tendon_force * top
         along_speed = fiber_speed / cos_alpha
     else:
