@@ -7,10 +7,11 @@ changed after load was therefore taken by some paths and silently ignored by oth
 2 → 50 N·m/rad changed `simulate` and left `Bridge.step` on the old value). So assigning (or deleting) a public
 attribute of a constructed element raises `FrozenParameterError`, which names the element and the attribute and
 says what to do instead. Attributes whose names start with "_" stay writable: an element's own per-run caches.
-A public numpy array attribute (a spring's attachment point, a contact's point, a Fourier function's coefficients)
-is replaced at freezing by a read-only copy, so writing into it in place (`spring.xyz_b[0] = ...`) raises numpy's
-"assignment destination is read-only" instead of reaching `simulate` and not a bridge built before; a copy or
-pickle of an element is frozen the same way (`__setstate__`).
+A public numpy array attribute (a spring's attachment point, a contact's point, a Fourier function's coefficients;
+also an array inside a tuple attribute, an expression function's `tape`) is replaced at freezing by a read-only
+copy, so writing into it in place (`spring.xyz_b[0] = ...`) raises numpy's "assignment destination is read-only"
+instead of reaching `simulate` and not a bridge built before; a copy or pickle of an element is frozen the same
+way (`__setstate__`).
 The library's own setup after construction (numbering a default name) goes through `set_parameter`.
 """
 from __future__ import annotations
@@ -44,14 +45,27 @@ class FrozenAfterInit(ABCMeta):
         return instance
 
 
+def _locked(value: Any) -> Any:
+    """A read-only copy of a writable array, and of each one inside a tuple (an expression function's `tape`:
+    (words, constants)); anything else as it is."""
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        locked = value.copy()
+        locked.flags.writeable = False
+        return locked
+    if type(value) is tuple:
+        items = tuple(_locked(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value)) else items
+    return value
+
+
 def _freeze(instance: Any) -> None:
-    """Set the frozen flag and make every public array attribute a read-only copy (a caller's array passed to the
-    constructor stays writable: only the element's own copy is locked)."""
+    """Set the frozen flag and make every public array attribute (or array in a tuple attribute) a read-only copy (a
+    caller's array passed to the constructor stays writable: only the element's own copy is locked)."""
     for attribute, value in list(vars(instance).items()):
-        if not attribute.startswith("_") and isinstance(value, np.ndarray) and value.flags.writeable:
-            locked = value.copy()
-            locked.flags.writeable = False
-            object.__setattr__(instance, attribute, locked)
+        if not attribute.startswith("_"):
+            locked = _locked(value)
+            if locked is not value:
+                object.__setattr__(instance, attribute, locked)
     object.__setattr__(instance, _FROZEN, True)
 
 
