@@ -15,6 +15,8 @@ from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.bridge.outside import CouplingWarning  # noqa: E402
 from biobullet.contact.testbed import drop_urdf  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
+from test_unseen15_bridge_habits import SPRUNG  # noqa: E402  (a double pendulum on two joint springs: torques sent)
+from test_unseen33_bridge_clock import client  # noqa: E402,F401  (a DIRECT client at the models' gravity)
 
 G, MASS, RADIUS, DT = 9.81, 2.0, 0.1, 1e-3
 
@@ -24,30 +26,9 @@ BALL = (f'<robot name="unseen54_ball"><link name="ball"><inertial><mass value="{
         f'ixy="0" ixz="0" iyz="0"/></inertial></link><biobullet version="1"><gravity xyz="0 0 {-G!r}"/>'
         '<base type="floating"/></biobullet></robot>')
 
-#: a double pendulum held up by two joint springs (test_unseen15's SPRUNG: torques sent every apply())
-SPRUNG = """<robot name="unseen54_sprung"><link name="base"/>
-  <joint name="hip" type="continuous"><parent link="base"/><child link="thigh"/><axis xyz="0 1 0"/></joint>
-  <link name="thigh"><inertial><origin xyz="0 0 -0.2"/><mass value="2"/>
-    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.002"/></inertial></link>
-  <joint name="knee" type="continuous"><parent link="thigh"/><child link="shank"/><origin xyz="0 0 -0.4"/>
-    <axis xyz="0 1 0"/></joint>
-  <link name="shank"><inertial><origin xyz="0 0 -0.2"/><mass value="1"/>
-    <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.001"/></inertial></link>
-  <biobullet version="1"><gravity xyz="0 0 -9.81"/>
-    <joint_spring joint="hip" stiffness="60" rest="0.3" damping="0.5"/>
-    <joint_spring joint="knee" stiffness="30" rest="-0.4" damping="0.2"/></biobullet></robot>"""
-
 #: a ball on a prismatic drop joint bouncing on its Hu–Guo contact (torques sent while in contact, one joint)
 BOUNCE = drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "0.8"}, radius=0.05,
                    name="unseen54_bounce")
-
-
-@pytest.fixture
-def client():
-    cid = pybullet.connect(pybullet.DIRECT)
-    pybullet.setGravity(0.0, 0.0, -G, physicsClientId=cid)   # the models' <gravity>: no BridgeWarning
-    yield cid
-    pybullet.disconnect(cid)
 
 
 @pytest.mark.parametrize("text, initial, steps, applies", [
