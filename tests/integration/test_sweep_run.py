@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from biobullet.sweep import load_config, run_sweep
-from biobullet.sweep.demo import damped_oscillator
+from biobullet.sweep.demo import HOLD_ENV, damped_oscillator
 from biobullet.sweep.worker import TRACE_ENV
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,11 +149,18 @@ def test_lost_worker_does_not_lose_the_sweep(cluster, trace: Path, tmp_path: Pat
     assert max(counts[i] for i in ids) >= 2, "the lost point was computed again on another worker"
 
 
-def _start_cli(config: Path, out: Path, trace: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), **{TRACE_ENV: str(trace)})
-    return subprocess.Popen([sys.executable, "-m", "biobullet.sweep", str(config), "--out", str(out),
-                             "--workers", "2", "--no-progress"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+def _start_cli(config: Path, out: Path, trace: Path, hold: Path) -> subprocess.Popen:
+    """The sweep CLI as a terminal's foreground job: Ctrl-C handled whatever this process inherited — pytest run in
+    the background by a script (`pytest … &`, no job control) ignores SIGINT, and so did the CLI (SIG_IGN survives
+    exec; Python then installs no KeyboardInterrupt handler): it ran to the end and exited 0, not 130."""
+    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"), **{TRACE_ENV: str(trace), HOLD_ENV: str(hold)})
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)   # (a handler: SIG_DFL after exec)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "biobullet.sweep", str(config), "--out", str(out),
+                                 "--workers", "2", "--no-progress"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _wait_for_points(process: subprocess.Popen, out: Path, n: int, timeout: float = 90.0) -> None:
@@ -175,9 +182,16 @@ def _group_gone(pgid: int, timeout: float = 20.0) -> bool:
     return False
 
 
-#: points of the resume test: room for the points a loaded machine finishes between a wait and its signal (with 12,
-#: a late hard kill and two stops reached the sweep's end before the last signal: exit 0, not 130)
-POINTS = 24
+#: points of the resume test (each run stops at a known point through demo.HOLD_ENV, whatever the load: before it, 24
+#: points left room for late signals and a loaded machine still finished them all before the Ctrl-C — exit 0, not 130)
+POINTS = 12
+
+
+def _allow(hold: Path, n: int) -> None:
+    """Let the points with value < n run (demo.sleep's HOLD_ENV file; replaced whole, never read half-written)."""
+    partial = hold.with_suffix(".partial")
+    partial.write_text(str(n), encoding="utf-8")
+    os.replace(partial, hold)
 
 
 def test_killed_sweep_resumes_without_recomputing_finished_points(cluster, trace: Path, tmp_path: Path) -> None:
@@ -187,8 +201,11 @@ def test_killed_sweep_resumes_without_recomputing_finished_points(cluster, trace
     out = tmp_path / "out"
     ids = [p.id for p in load_config(config_path).points()]
 
-    # 1) hard kill (SIGKILL to the whole process group: driver, scheduler, workers) after 3 points
-    first = _start_cli(config_path, out, trace)
+    # 1) hard kill (SIGKILL to the whole process group: driver, scheduler, workers) after 3 points; points 3, 4, …
+    #    wait for the hold file, so no run reaches the sweep's end before its signal however late that comes
+    hold = tmp_path / "hold"
+    _allow(hold, 3)
+    first = _start_cli(config_path, out, trace, hold)
     try:
         _wait_for_points(first, out, 3)
     finally:
@@ -204,11 +221,13 @@ def test_killed_sweep_resumes_without_recomputing_finished_points(cluster, trace
     assert all(counts_at_term[point_id] == 1 for point_id in after_kill)
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         counts_before = counts_at_term
-        run = _start_cli(config_path, out, trace)
+        _allow(hold, len(before) + 2)
+        run = _start_cli(config_path, out, trace, hold)
         try:
             _wait_for_points(run, out, len(before) + 2)
         finally:
             os.killpg(run.pid, stop_signal)  # a process group we started
+            _allow(hold, POINTS)   # after the signal (a closing worker waits ≈ 4 s for a held point to return)
             _, stderr = run.communicate(timeout=60)
         assert run.returncode == 128 + stop_signal, stderr
         assert "resume" in stderr and "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr

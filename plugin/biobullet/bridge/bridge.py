@@ -254,7 +254,7 @@ class Bridge:
             #: O(dt) secant error the target corrects itself; projecting would cost a solve and a reset per step)
             self._step_end = drift == "predictor" and baumgarte is None
             if self._step_end:
-                self.corrector = step_end_corrector(self.dt, self.substeps)
+                self.corrector = Corrector.step_end(self.dt, substep_weight(self.substeps))
             self.velocity_projection = bool(velocity_projection)
             tol = PROJECTION_TOLERANCE if projection_tolerance is None else projection_tolerance
             if not isinstance(tol, (int, float, np.floating, np.integer)) or np.isnan(tol) or tol < 0:
@@ -497,7 +497,7 @@ class Bridge:
         check_stiff_elements(self.model, dt, "the client's time step")   # τ is held over every sub-step
         self.dt, self.substeps = dt, substeps
         if self._step_end:
-            self.corrector = step_end_corrector(dt, substeps)
+            self.corrector = Corrector.step_end(dt, substep_weight(substeps))
         self.watch.weight = substep_weight(substeps)
         self._gains = self._step_gains()
         if self._rows_fast:   # (the records hold the gains)
@@ -1808,11 +1808,6 @@ class Bridge:
                           muscle_names=() if self.muscles is None else tuple(self.muscles.names))
 
 
-#: the reference engine's names of a floating base's pose and twist columns (`integrate.engine`)
-BASE_POSITION_NAMES = ("base_x", "base_y", "base_z", "base_qx", "base_qy", "base_qz", "base_qw")
-BASE_VELOCITY_NAMES = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
-
-
 def initial_state(model, initial) -> tuple[np.ndarray, np.ndarray]:
     """(q0, v0) from None (the model's `<initial>`), a {NAME or NAME_dot: value} mapping of overrides, or (q0, v0)."""
     if initial is None or isinstance(initial, Mapping):
@@ -1910,13 +1905,6 @@ def check_time_step(model, dt: float, what: str) -> None:
 def substep_weight(substeps: int) -> float:
     """c in x_end = x + dt ẋ + c dt² ẍ for `substeps` semi-implicit Euler sub-steps of dt/k with ẍ held: (k+1)/(2k)."""
     return (substeps + 1.0) / (2.0 * substeps)
-
-
-def step_end_corrector(dt: float, substeps: int = 1) -> Corrector:
-    """The step-end target (`Corrector.step_end`) for a step of dt made of `substeps` PyBullet sub-steps: the end
-    position moves by c dt² ẍ (c = substep_weight), so every gain is divided by c."""
-    c = substep_weight(substeps)
-    return Corrector(kp=1.0 / (c * dt * dt), kd=1.0 / (c * dt), kb=0.5 / c)
 
 
 def stable_step(model, flexible_links: bool = True) -> float:

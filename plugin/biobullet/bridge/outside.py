@@ -461,9 +461,15 @@ class OutsideWatch:
         bridge = self.bridge
         length = self.step_length(x, xd)
         changed = bridge.engine_parameters(length)
-        if not changed and "skipped" not in self.warned \
-                and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat would cost nothing)
-            self._skipped_without_rows(x, xd)
+        steps = 0
+        if not changed and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat costs nothing but time)
+            steps = self._skipped_without_rows(x, xd)
+        if not changed and length is None and steps < 2:
+            steps = self._free_steps(x, xd)
+            if steps >= 2:
+                self._name_skipped(steps, "its force elements and contacts did not act there")
+        if steps >= 2:   # PyBullet's clock ran them (before, one per apply(): a dropped ball 0.3 s where it was 0.6 s)
+            bridge.time += (steps - 1) * bridge.dt
         # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
         self.jumped = length is None and not changed and self._reset(x, xd)
         self._stops_after_reset(x)
@@ -536,7 +542,7 @@ class OutsideWatch:
         from biobullet.bridge.stability import check_stop_penetration
         check_stop_penetration(self.bridge.model, np.ascontiguousarray(x[self.bridge.independent_x]), self.bridge.dt)
 
-    def _skipped_without_rows(self, x: np.ndarray, xd: np.ndarray) -> None:
+    def _skipped_without_rows(self, x: np.ndarray, xd: np.ndarray) -> int:
         """Several stepSimulation() per apply() (an action repeat) on the plan without rows: its force elements and
         contacts acted in the first step alone (springs every other step: the sprung double pendulum of
         test_unseen15 0.1 rad and more off the engine's after 0.5 s, silently). Named as on the rows' path, from the
@@ -544,11 +550,12 @@ class OutsideWatch:
         steps (a reset), so at least two joints must have moved as k steps would."""
         moved = self._moved(x, xd)
         if np.count_nonzero(moved) < 2:
-            return
+            return 0
         self.xdd = self._acceleration(self.prev_x, self.prev_v)   # (until the next `sent`)
         steps = self._skipped_steps(x, xd, moved)
         if steps >= 2:
             self._name_skipped(steps, "its force elements and contacts did not act there")
+        return steps
 
     def disarm(self) -> None:
         """Forget the last step (after a reset by the bridge: nothing to compare with)."""
@@ -667,9 +674,13 @@ class OutsideWatch:
         bridge's torques after the first, so the later steps are free motion, ẍ_f = M⁻¹(−h) (a body without joints:
         its COM falls at the client's gravity), and semi-implicit Euler's positions end at
         Δx = dt (k ẋ − dt ẍ_f k (k − 1)/2) from the last rate ẋ (within SKIP_FIT of |Δx|)."""
+        return self.bridge.contacts is not None and not self._free_steps(x, xd)
+
+    def _free_steps(self, x: np.ndarray, xd: np.ndarray) -> int:
+        """k = 2 … SKIPPED_STEPS when the jump of the state read fits k steps of dt whose later ones were free motion
+        (`_reset`'s test, to SKIP_FIT of the jump), else 0 — also 0 for a fixed body without joints. On a jump only
+        (PyBullet's M and h where there are joints)."""
         bridge = self.bridge
-        if bridge.contacts is None:
-            return False
         jb, vb, dt = self.jb, self.vb, bridge.dt
         if x.shape[0] > jb:
             mass, bias = bridge.tree_mass_and_bias(x, xd)
@@ -680,10 +691,10 @@ class OutsideWatch:
             before = np.array(_base_com_py(self.prev_x, self.prev_v, self._offset))
             step, rate, free = now[:3] - before[:3], now[3:], np.asarray(bridge.gravity, dtype=float)
         else:
-            return True
+            return 0
         limit = SKIP_FIT * float(np.abs(step).max(initial=0.0)) + JUMP_TOLERANCE
-        return all(float(np.abs(step - dt * (k * rate - 0.5 * dt * free * k * (k - 1))).max()) > limit
-                   for k in range(2, SKIPPED_STEPS + 1))
+        return next((k for k in range(2, SKIPPED_STEPS + 1)
+                     if float(np.abs(step - dt * (k * rate - 0.5 * dt * free * k * (k - 1))).max()) <= limit), 0)
 
     def _first_look(self, x: np.ndarray, xd: np.ndarray) -> None:
         """The first apply() after the bridge wrote a state (construction, `bridge.reset`): what changed since is the

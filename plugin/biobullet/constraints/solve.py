@@ -70,8 +70,10 @@ class Corrector:
         return cls(kp=float(beta) ** 2, kd=2.0 * float(alpha))
 
     @classmethod
-    def step_end(cls, dt: float) -> "Corrector":
-        return cls(kp=1.0 / (dt * dt), kd=1.0 / dt, kb=0.5)
+    def step_end(cls, dt: float, weight: float = 1.0) -> "Corrector":
+        """The step-end target for a step of dt (s) whose end position moves by `weight` · dt² ẍ (c of PyBullet's
+        sub-steps, `bridge.substep_weight`; 1 for one semi-implicit Euler step): every gain is divided by it."""
+        return cls(kp=1.0 / (weight * dt * dt), kd=1.0 / (weight * dt), kb=0.5 / weight)
 
     @property
     def alpha(self) -> float:

@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 from typing import Any, Mapping
 
 from biobullet.sweep.schema import Param, point_function
+
+#: If set (tests): the path of a file holding a number n; `sleep` with ``value ≥ n`` (or while the file is absent)
+#: waits, checking every 20 ms, until the file allows it — a test stops a sweep at a known point, whatever the load.
+HOLD_ENV = "BIOBULLET_SWEEP_HOLD"
+
+#: longest wait for HOLD_ENV (s): a forgotten hold ends, the sweep goes on
+HOLD_LIMIT = 120.0
 
 
 @point_function(
@@ -65,11 +73,26 @@ def damped_oscillator(params: Mapping[str, float]) -> dict[str, Any]:
 def sleep(params: Mapping[str, float]) -> dict[str, Any]:
     """Sleep ``duration`` seconds and return ``value`` and its square; raise if ``value > fail_above``."""
     value = float(params["value"])
+    _hold(value)
     time.sleep(float(params["duration"]))
     limit = params.get("fail_above")
     if limit is not None and value > float(limit):
         raise ValueError(f"value {value:g} is above fail_above {float(limit):g} (requested failure)")
     return {"value": value, "square": value * value, "duration": float(params["duration"])}
+
+
+def _hold(value: float) -> None:
+    """Wait while the HOLD_ENV file (if the variable is set) is absent or holds a number ≤ ``value``."""
+    path = os.environ.get(HOLD_ENV)
+    deadline = time.monotonic() + HOLD_LIMIT
+    while path and time.monotonic() < deadline:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                if value < float(handle.read()):
+                    return
+        except (OSError, ValueError):   # absent, or being written: wait
+            pass
+        time.sleep(0.02)
 
 
 @point_function(
