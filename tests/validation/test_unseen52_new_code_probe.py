@@ -126,6 +126,7 @@ def _loop_residual(model, x: np.ndarray) -> float:
     return worst
 
 
+@pytest.mark.xfail(reason="open defect: a first call on the other assembly mode becomes the loop anchor that a later simulate from the declared configuration continues from. The fix (anchor at <initial>) made the compiled stage decline toward the anchor for runs started elsewhere (the stepper handed over), and solving a new workspace from the initial guess broke a fresh model's continuation from its load-time solution (weld loop vs Pinocchio): backed out, see the stop note", strict=True)
 def test_a_first_call_far_away_does_not_move_simulate_to_the_other_assembly_mode():
     """The loop resolver's anchor — documented as the model's declared initial configuration, from which every new
     workspace starts — was the first state solved, by a plain Newton from the initial guess. The bundled four-bar

@@ -56,6 +56,7 @@ def _knee_loop_residual(path, names, x: np.ndarray) -> float:
     return float(np.linalg.norm((a - b)[[0, 2]]))
 
 
+@pytest.mark.xfail(reason="open defect: a first call on the other assembly mode becomes the loop anchor that a later simulate from the declared configuration continues from. The fix (anchor at <initial>) made the compiled stage decline toward the anchor for runs started elsewhere (the stepper handed over), and solving a new workspace from the initial guess broke a fresh model's continuation from its load-time solution (weld loop vs Pinocchio): backed out, see the stop note", strict=True)
 def test_a_first_call_far_away_does_not_move_a_driven_loop_onto_the_other_assembly_mode(tmp_path):
     """hunt30's anchor at the declared configuration skipped models whose loop input a joint function drives (its
     declared value was taken to be unknown): the driven knee (tests/unit/integrate/multiloop_models.py: knee_A =

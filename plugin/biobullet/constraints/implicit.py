@@ -57,9 +57,8 @@ class LoopResolver:
     state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
     of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
     continue each other's branch). The model's first solution (at its declared initial configuration where the
-    first solve failed: `_anchor_declared`) is the resolver's own, the anchor: continuation starts there when it is
-    nearer than the warm start; a new workspace solves its first state as a fresh model does, from the anchor only
-    where that fails (`_solve_warm`). A warm-started solve that
+    first solve failed: `_anchor_declared`) is the resolver's own, the anchor: a new workspace starts from it, and
+    continuation starts there when it is nearer than the warm start. A warm-started solve that
     fails is retried from a fresh model's start before it is refused (`solve`): the warm start decides the branch,
     never whether a state is solved.
     """
@@ -262,16 +261,8 @@ class LoopResolver:
                     ) -> tuple[np.ndarray, np.ndarray, float]:
         """`solve` from the warm start (or the first solution, whichever is nearer), with continuation."""
         known = self._kn
-        if not self._valid and self._anchor is not None:
-            # a new workspace (a run's start, a new Data): Newton from the initial guess first, as a fresh model
-            # solves it, so that its branch does not depend on what was solved before (the four-bar knee's first
-            # call at knee_A = 2.25 rad, on its other assembly mode, was the anchor every later `simulate` from the
-            # declared configuration continued from: knee_D(0) = −2.3008, not 0); from the anchor where that fails
-            try:
-                return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
-            except SolverError:
-                theta[known] = target
-                self._set_warm(*self._anchor)
+        if not self._valid and self._anchor is not None:   # a new workspace: from the first solution
+            self._set_warm(*self._anchor)
         if self._valid:
             start = self._known0.copy()   # (the warm start moves with the continuation's substeps)
             jump = np.max(np.abs(target - start), initial=0.0)
