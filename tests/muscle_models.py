@@ -81,6 +81,17 @@ def load_quietly(path):
         return biobullet.load_model(path)
 
 
+def opensim_pinned_arm(osim):
+    """(model, arm): an OpenSim 4.6 model with one 1 kg arm (COM 0.2 m below its pin, inertia 0.01 kg m²) on a pin
+    joint `elbow` at the ground's origin — the one-muscle arm of the muscle tests."""
+    model = osim.Model()
+    arm = osim.Body("arm", 1.0, osim.Vec3(0, -0.2, 0), osim.Inertia(0.01))
+    model.addBody(arm)
+    model.addJoint(osim.PinJoint("elbow", model.getGround(), osim.Vec3(0), osim.Vec3(0), arm, osim.Vec3(0),
+                                 osim.Vec3(0)))
+    return model, arm
+
+
 def opensim_run(osim, path: str, excitations, activation: float, t_end: float):
     """OpenSim 4.6's Manager (accuracy 1e-10) on the .osim file `path`: constant excitations (a number for every
     muscle or a mapping by name), every activation `activation`, fibers equilibrated (`equilibrateMuscles`), from

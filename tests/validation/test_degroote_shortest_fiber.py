@@ -18,6 +18,7 @@ import math
 import numpy as np
 import pytest
 
+from muscle_models import opensim_pinned_arm
 from opensim_oracle import import_opensim
 
 osim = import_opensim()
@@ -40,11 +41,7 @@ def _write(tmp_path, pennation: float, slack: float, cls: str = "DeGrooteFregly2
            damping: float | None = None) -> str:
     """A pin-jointed arm pulled by one compliant muscle `m` of class `cls` from the ground (written by OpenSim 4.6;
     DeGroote's tendon strain at F₀ set to STRAIN)."""
-    model = osim.Model()
-    arm = osim.Body("arm", 1.0, osim.Vec3(0, -0.2, 0), osim.Inertia(0.01))
-    model.addBody(arm)
-    model.addJoint(osim.PinJoint("elbow", model.getGround(), osim.Vec3(0), osim.Vec3(0), arm, osim.Vec3(0),
-                                 osim.Vec3(0)))
+    model, arm = opensim_pinned_arm(osim)
     muscle = getattr(osim, cls)()
     muscle.setName("m")
     muscle.set_max_isometric_force(F_MAX)

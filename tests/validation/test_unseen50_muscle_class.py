@@ -61,6 +61,7 @@ import warnings
 import numpy as np
 import pytest
 
+from muscle_models import opensim_pinned_arm
 from opensim_oracle import import_opensim
 
 osim = import_opensim()
@@ -672,11 +673,7 @@ def _one_muscle(tmp_path, cls: str = "Millard2012EquilibriumMuscle", coincident:
                 one_body: bool = False, wrap: bool = False) -> str:
     """A pin-jointed arm with one muscle `flexor` of class `cls` (written by OpenSim): from the ground (or the arm,
     `one_body`) to the arm, optionally a second point where the first is (`coincident`) and a cylinder on the arm."""
-    model = osim.Model()
-    arm = osim.Body("arm", 1.0, osim.Vec3(0, -0.2, 0), osim.Inertia(0.01))
-    model.addBody(arm)
-    model.addJoint(osim.PinJoint("elbow", model.getGround(), osim.Vec3(0), osim.Vec3(0), arm, osim.Vec3(0),
-                                 osim.Vec3(0)))
+    model, arm = opensim_pinned_arm(osim)
     muscle = getattr(osim, cls)()
     muscle.setName("flexor")
     muscle.set_max_isometric_force(300.0)
