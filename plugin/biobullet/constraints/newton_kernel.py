@@ -229,6 +229,12 @@ def dense_blocks(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), np.full(n, n, dtype=np.int64)
 
 
+#: the largest Φ_dep whose block structure is searched (`solve_blocks`); a larger loop set (a file may hold 2,000
+#: joints) is eliminated as one dense block, as before the block order — its structure search would recurse deeper
+#: than Python's stack allows
+BLOCK_SEARCH_LIMIT = 256
+
+
 def solve_blocks(pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row order, column order, block ends) that make a square matrix of this structure (`pattern` (n, n) bool:
     where an entry may be non-zero) block lower triangular with the finest diagonal blocks (Dulmage–Mendelsohn:
@@ -237,6 +243,8 @@ def solve_blocks(pattern: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarra
     of p's block. One dense block in the given order where there is no finer one or no structural matching (a
     singular structure)."""
     n = pattern.shape[0]
+    if n > BLOCK_SEARCH_LIMIT:   # (the matching and Tarjan's search recurse up to n deep: Python's stack)
+        return dense_blocks(n)
     match = np.full(n, -1, dtype=np.int64)   # column c → its row
 
     def augment(r: int, seen: np.ndarray) -> bool:

@@ -44,6 +44,16 @@ def test_solve_blocks_orders_any_structure_block_lower_triangular():
     assert list(ends) == [1, 2, 3, 4, 5]
 
 
+def test_a_loop_set_too_large_to_search_is_one_dense_block():
+    # a chain of dependences (row i reads column i − 1) as deep as a file's 2,000 joints allow: the structure search
+    # recursed once per row and raised RecursionError (a traceback at load) — now one dense block in the given order,
+    # the elimination it replaces (test_block_solve_matches_lapack checks one dense block against LAPACK)
+    n = 1500
+    pattern = np.eye(n, dtype=bool) | np.eye(n, k=-1, dtype=bool)
+    rows, cols, ends = newton_kernel.solve_blocks(pattern)
+    assert np.array_equal(rows, np.arange(n)) and np.array_equal(cols, np.arange(n)) and np.all(ends == n)
+
+
 @pytest.mark.parametrize("n", [1, 2, 5, 7])
 def test_block_solve_matches_lapack(n):
     """`_block_solve_into_py` (and its compiled twin) in the order `solve_blocks` gives solves a x = b as numpy's
