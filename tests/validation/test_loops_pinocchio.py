@@ -11,7 +11,7 @@ import pytest
 from biobullet.constraints.assembly import assemble, assemble_velocities
 from biobullet.algorithms.kinematics import frame_placement
 from biobullet.dynamics.multipliers import constrained_accelerations, joint_reactions
-from biobullet.validate.loop_oracle import PinocchioLoopOracle
+from loop_oracle import PinocchioLoopOracle
 from closed_chains import closed_chain
 
 pytest.importorskip("pinocchio")

@@ -137,7 +137,7 @@ def test_unknown_loop_type_lists_the_registered_ones(rod_type, tmp_path):
 
 def test_the_pinocchio_oracle_refuses_a_plugin_type_clearly(rod_type, tmp_path):
     pytest.importorskip("pinocchio")
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     model = biobullet.load_model(_write(tmp_path))
     with pytest.raises(ModelError, match="rod_test loops have no Pinocchio counterpart"):
         PinocchioLoopOracle(model)

@@ -5,7 +5,7 @@
     on the assembled [[M, Φ_xᵀ], [Φ_x, 0]] to 1e-10 relative; redundant rows raise a SolverError naming the rows
     (or give the minimum-norm accelerations with redundant="least_squares").
 (2) A spatial closed chain (3 + 3 revolute joints closed by a point loop, random inertias; `closed_chains`) at
-    assembled moving states: ẍ and λ equal Pinocchio's constraintDynamics (validate.loop_oracle) to 1e-8 relative.
+    assembled moving states: ẍ and λ equal Pinocchio's constraintDynamics (tests/loop_oracle.py) to 1e-8 relative.
 (3) The corrector: Baumgarte (α, β) ↔ (kd, kp) = (2α, β²), and the target a* = −b − kd Φ̇ − kp Φ.
 """
 import numpy as np
@@ -102,7 +102,7 @@ def test_closed_chain_matches_pinocchio_constraint_dynamics(tmp_path):
     from biobullet.algorithms.vectorized import mass_matrix_and_bias
     from biobullet.constraints.assembly import assemble, assemble_velocities
     from biobullet.constraints.equations import constraint_set
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     from closed_chains import closed_chain
     model = closed_chain(tmp_path, 11, "point")
     oracle = PinocchioLoopOracle(model)

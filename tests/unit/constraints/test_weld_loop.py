@@ -82,7 +82,7 @@ def test_assembled_weld_makes_the_frames_coincide(welded):
 
 def test_weld_accelerations_match_pinocchio(welded):
     pytest.importorskip("pinocchio")
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     from biobullet.dynamics.multipliers import constrained_accelerations
     oracle = PinocchioLoopOracle(welded)
     rng = np.random.default_rng(11)

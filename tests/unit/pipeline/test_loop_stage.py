@@ -23,7 +23,7 @@ pytest.importorskip("pinocchio")
 
 @pytest.mark.parametrize("kind,seed", [("point", 3), ("revolute", 4)])
 def test_public_calls_of_loop_models_run_the_loop_stage_and_match_pinocchio(tmp_path, kind, seed):
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
 
     model = closed_chain(tmp_path, seed, kind)
     assert model.compiled.state_stage == COMPILED_STATE and model.compiled.loops.stages.shape[0] == 1
@@ -80,7 +80,7 @@ def _count_seeds(data) -> list:
 
 
 def test_a_jump_goes_to_the_generic_resolver_and_the_stage_resumes(tmp_path):
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     model = closed_chain(tmp_path, 5, "point")
     data = model.data()
     q0, v0 = model.initial_state()
@@ -109,7 +109,7 @@ def test_the_model_calls_of_a_loop_model_match_pinocchio_across_a_jump(tmp_path)
     workspace's closures after the first call, `Data.public_calls`): at nearby states, at a jump the loop stage
     declines (the call falls back to the class methods: the generic resolver's continuation) and at states near
     it again, G v̇ + γ is Pinocchio's `constraintDynamics` and M_r v̇ + h_r = Q."""
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     model = closed_chain(tmp_path, 5, "point")
     oracle = PinocchioLoopOracle(model)
     rng = np.random.default_rng(206)
@@ -137,7 +137,7 @@ def test_a_call_that_overflows_leaves_no_poisoned_warm_start(tmp_path):
     SolverError; the calls after it are Pinocchio's again. The loop stage stored that NaN curvature in the Data's warm
     start, and every later valid call then failed ("singular constraint Jacobian … = nan")."""
     from biobullet import SolverError
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     model = closed_chain(tmp_path, 5, "point")
     oracle = PinocchioLoopOracle(model)
     rng = np.random.default_rng(207)
@@ -162,7 +162,7 @@ def test_the_closures_keep_their_workspace_alive(tmp_path):
     address, and that record borrows the Data's arrays (`core.jit_pair.borrow_pair`), so the closure keeps its Data.
     Without it the record and arrays were freed and the call read reused memory."""
     import gc
-    from biobullet.validate.loop_oracle import PinocchioLoopOracle
+    from loop_oracle import PinocchioLoopOracle
     model = closed_chain(tmp_path, 5, "point")
     oracle = PinocchioLoopOracle(model)
     rng = np.random.default_rng(208)
