@@ -15,9 +15,10 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from biobullet.contact.element import contact_intervals
-from biobullet.contact.impact1d import hertz_impact_closed_form, kelvin_voigt_restitution, simulate_impact
+from biobullet.contact.impact1d import simulate_impact
 from biobullet.contact.registry import get_friction_law
 from biobullet.contact.report import make_normal_law
+from impact_closed_forms import hertz_impact_closed_form, kelvin_voigt_restitution
 from biobullet.contact.testbed import drop_urdf, slider_urdf
 from biobullet.loader import load_text
 from biobullet.integrate import simulate

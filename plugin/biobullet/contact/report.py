@@ -1,7 +1,7 @@
 """The contact laws tuned to a requested restitution, and their figures (for the README and for choosing a law).
 
 `make_normal_law` sets a law's damping for cr: the Hunt–Crossley family's depends on cr only (the effective
-restitution it delivers: `impact1d.hunt_crossley_family_restitution`); for Kelvin–Voigt the damping comes from the
+restitution it delivers: tests/impact_closed_forms.py); for Kelvin–Voigt the damping comes from the
 textbook (unclipped) formula ζ = −ln cr / √(π² + ln² cr), so force clipping changes what it delivers. The study
 `contact` (`biobullet_studies/contact.py`) measures each law's restitution in the engine against the 1-DOF oracle.
 """
@@ -23,7 +23,7 @@ def make_normal_law(name: str, cr: float, *, mass: float, stiffness: float,
     """A law of type `name` tuned to restitution `cr` (KV laws: textbook damping for point mass `mass`)."""
     cls = get_normal_law(name)
     if name in ("kelvin_voigt", "kelvin_voigt_smooth"):
-        zeta = kelvin_voigt_damping_ratio(cr, clipped=False)
+        zeta = kelvin_voigt_damping_ratio(cr)
         return cls(stiffness=stiffness, damping=2.0 * zeta * np.sqrt(stiffness * mass))
     if name == "hertz":
         return cls(stiffness=stiffness, exponent=exponent)

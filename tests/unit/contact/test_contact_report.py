@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from biobullet.contact.impact1d import (hunt_crossley_family_restitution, kelvin_voigt_damping_ratio,
-                                        kelvin_voigt_restitution, simulate_impact)
+from biobullet.contact.impact1d import kelvin_voigt_damping_ratio, simulate_impact
 from biobullet.contact.normal import Flores, HuGuo, HuntCrossley
 from biobullet.contact.report import make_normal_law, plot_friction_curves, plot_hysteresis
+from impact_closed_forms import hunt_crossley_family_restitution, kelvin_voigt_restitution
 
 CR = (0.3, 0.5, 0.8, 0.95)
 
