@@ -73,14 +73,6 @@ def _grid(t_end: float, period: float, n_periods: int, samples_per_period: int) 
     return t_end - n_periods * period + np.arange(n) * (n_periods * period / n)
 
 
-def amplitude_at(frequency: np.ndarray, amplitude: np.ndarray, f: float) -> float:
-    """Amplitude of the bin at f (units of 1/T); raises if f is not (to 1e-9) a bin of this spectrum."""
-    index = int(np.argmin(np.abs(frequency - f)))
-    if abs(frequency[index] - f) > 1e-9:
-        raise ValueError(f"f·T = {f} is not a bin (spacing {frequency[1] - frequency[0]:.6g})")
-    return float(amplitude[index])
-
-
 def subharmonic_content(frequency: np.ndarray, amplitude: np.ndarray, *,
                         max_frequency: float | None = None) -> float:
     """Figure of merit in [0, 1]: RMS amplitude off the gait harmonics / RMS amplitude of all non-DC bins.

@@ -1,4 +1,4 @@
-"""Paper-003 correlation coefficient, Pearson caveats, peak flexion, NRMSE and the energy residual."""
+"""Paper-003 correlation coefficient, Pearson caveats, peak flexion, NRMSE."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from scipy.stats import pearsonr
 
-from biobullet.analysis.energy import cumulative_work, energy_balance
 from biobullet_studies.gait_metrics import (PEARSON_CAVEAT, gait_correlation, nrmse, pearson,
                                              peak_knee_flexion_per_cycle)
 
@@ -92,19 +91,3 @@ def test_nrmse_normalisations() -> None:
     with pytest.raises(ValueError):
         nrmse(b, a, "max")
 
-
-def test_energy_balance_residual() -> None:
-    # damped oscillator solved exactly: x = e^{−ζt} cos t (ω0² = 1 + ζ²), E = ½ẋ² + ½ω0²x², P = −2ζẋ²
-    zeta = 0.1
-    t = np.linspace(0.0, 10.0, 20001)
-    x = np.exp(-zeta * t) * np.cos(t)
-    v = np.exp(-zeta * t) * (-zeta * np.cos(t) - np.sin(t))
-    energy = 0.5 * v ** 2 + 0.5 * (1.0 + zeta ** 2) * x ** 2
-    result = energy_balance(t, energy, power=-2.0 * zeta * v ** 2)
-    # trapezoid error ≤ (t_end/12) h² max|P''| ≈ 0.83·2.5e-7·0.9 ≈ 2e-7 (scale ≈ 0.5 J)
-    assert result.relative < 1e-6 and result.ok(1e-6)
-    # a missing 1 % of the damping work is detected
-    bad = energy_balance(t, energy, work=0.99 * cumulative_work(t, -2.0 * zeta * v ** 2))
-    assert bad.relative > 1e-3
-    # conservative: W ≡ 0
-    assert energy_balance(t, np.full_like(t, 3.0)).max_abs == 0.0

@@ -7,11 +7,18 @@ import numpy as np
 import pytest
 
 from biobullet.analysis.poincare import classify_period, classify_trajectory, poincare_samples
-from biobullet.analysis.spectrum import (amplitude_at, amplitude_spectrum, subharmonic_amplitudes,
-                                         subharmonic_content)
+from biobullet.analysis.spectrum import amplitude_spectrum, subharmonic_amplitudes, subharmonic_content
 
 T = 1.0
 GOLDEN = (1.0 + math.sqrt(5.0)) / 2.0  # incommensurate frequency ratio (worst approximable by rationals)
+
+
+def amplitude_at(frequency: np.ndarray, amplitude: np.ndarray, f: float) -> float:
+    """Amplitude of the bin at f (units of 1/T); raises if f is not (to 1e-9) a bin of this spectrum."""
+    index = int(np.argmin(np.abs(frequency - f)))
+    if abs(frequency[index] - f) > 1e-9:
+        raise ValueError(f"f·T = {f} is not a bin (spacing {frequency[1] - frequency[0]:.6g})")
+    return float(amplitude[index])
 
 
 def period_n_signal(n: int, t: np.ndarray) -> np.ndarray:
