@@ -39,11 +39,6 @@ def forward(model, data: Data, q, v, tau=None, t: float = 0.0) -> np.ndarray:
     return result
 
 
-def forward_dynamics(model, data: Data, q, v, tau=None, t: float = 0.0) -> np.ndarray:
-    """`forward` into a new array (what `Model.forward_dynamics` returns)."""
-    return forward(model, data, q, v, tau, t).copy()
-
-
 def mass_matrix(model, data: Data, q, t: float = 0.0, out: np.ndarray | None = None) -> np.ndarray:
     """M_r(q, t) into `out` (nv × nv; a new array by default), returned."""
     result = _checked_data(model, data).mass_matrix(model, q, t, out)
