@@ -95,6 +95,7 @@ def time_function_check(model: Any, t_end: float, t0: float = 0.0) -> None:
     if not (isinstance(t_end, (int, float)) and isinstance(t0, (int, float)) and math.isfinite(t_end)
             and math.isfinite(t0) and t_end > t0):
         return
+    from biobullet.constraints.implicit import declared_configuration, loop_resolvers
     from biobullet.core.errors import EvaluationError
     from biobullet.forces.collection import force_elements
 
@@ -121,8 +122,9 @@ def time_function_check(model: Any, t_end: float, t0: float = 0.0) -> None:
         function = item.function
         if not getattr(function, "uses_time", False):
             continue
-        if x0 is None:
-            x0 = model.joint_configuration(model.initial_state()[0])
+        if x0 is None:   # (the declared loop solutions: not the branch of the model's last call)
+            x0 = declared_configuration(model) if loop_resolvers(model) else \
+                model.joint_configuration(model.initial_state()[0])
         # (x0 = [floating base and multi-DOF joints (base_nq entries), θ of the 1-DOF joints in joint_names order])
         values = [float(x0[model.base_nq + names.index(n)]) if n in names else 0.0
                   for n in function.inputs]
