@@ -249,6 +249,12 @@ class Data:
         # refused a regular state that a fresh workspace (seeded at it) evaluates
         self.bind_loops(model)
         self._seeded = False
+        # what the stage kept — its last solution's factor, its last residual's placements — is not trusted after
+        # a decline: its next run solves and places again (a generic solve that lands on the kept solution bit for
+        # bit would otherwise take them, and decline again)
+        work = self.loop_work
+        work.fixed[:, 0] = 0.0
+        work.placed[:] = np.nan
         if not seeded_here and self.start_loops(model, q, v, t):
             if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
                 self._seeded = True
