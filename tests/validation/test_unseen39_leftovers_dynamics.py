@@ -120,10 +120,14 @@ def _fourbar(tmp_path, anterior: str, probe: bool = False) -> Path:
 def test_multipliers_solve_a_massless_link_the_loop_holds(tmp_path):
     """The four-bar knee with a massless anterior link: its hinge knee_B moves no mass (M's row is exactly 0) but
     the loop holds it, so the KKT matrix is regular. `multipliers` now equals the reduced solve on Pinocchio's M
-    and h (`reduced_pinocchio`: Pinocchio's CRBA + RNEA projected by the loop's G) to 10·cond·ε; on main it raised
-    "the tree mass matrix is singular"."""
+    and h (`reduced_pinocchio`: Pinocchio's CRBA + RNEA projected by the loop's G) to 10·cond·ε, cond that of the
+    KKT matrix [[M, Φᵀ], [Φ, 0]] `multipliers` solves (Pinocchio's M and point Jacobians at the solved posture; the
+    1 × 1 reduced M's is 1, which measured 10.4 ε once the loop's first solve started elsewhere: round-off of the
+    KKT solve); on main it raised "the tree mass matrix is singular"."""
+    from rhs_oracles import PinocchioTree
     path = _fourbar(tmp_path, "")
     model = biobullet.load_model(path)
+    tree = PinocchioTree(model)
     pin_model = pin.buildModelFromUrdf(str(path))
     b = pin_model.joints[pin_model.getJointId("knee_B")].idx_v
     rng = np.random.default_rng(3)
@@ -134,7 +138,16 @@ def test_multipliers_solve_a_massless_link_the_loop_holds(tmp_path):
         expected = model.forward_dynamics(q, v, tau, formulation="reduced_pinocchio")
         reduced = model.mass_matrix(q, formulation="reduced_pinocchio")
         got = model.forward_dynamics(q, v, tau, formulation="multipliers")
-        tolerance = 10.0 * np.linalg.cond(reduced) * EPS * max(1.0, np.max(np.abs(expected)))
+        x, n = model.joint_state(q, v)[0], model.n_tangent
+        zero = np.zeros(n)
+        mass = np.column_stack([tree.inverse_dynamics(x, zero, e) for e in np.eye(n)]) \
+            - tree.inverse_dynamics(x, zero, zero)[:, None]
+        # (the planar loop's rows: the points' relative motion in the x–z plane, the loop's, which the links turn in)
+        rows = (tree.point(x, "anterior_link", (0.019, 0.0, -0.083))[1]
+                - tree.point(x, "shank", (0.034, 0.0, 0.009))[1])[[0, 2]]
+        kkt = np.block([[mass, rows.T], [rows, np.zeros((2, 2))]])
+        assert np.linalg.cond(reduced) == pytest.approx(1.0)
+        tolerance = 10.0 * np.linalg.cond(kkt) * EPS * max(1.0, np.max(np.abs(expected)))
         assert np.max(np.abs(got - expected)) <= tolerance
 
 

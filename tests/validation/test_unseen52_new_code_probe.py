@@ -126,19 +126,23 @@ def _loop_residual(model, x: np.ndarray) -> float:
     return worst
 
 
-@pytest.mark.xfail(reason="open defect: a first call on the other assembly mode becomes the loop anchor that a later simulate from the declared configuration continues from. The fix (anchor at <initial>) made the compiled stage decline toward the anchor for runs started elsewhere (the stepper handed over), and solving a new workspace from the initial guess broke a fresh model's continuation from its load-time solution (weld loop vs Pinocchio): backed out, see the stop note", strict=True)
 def test_a_first_call_far_away_does_not_move_simulate_to_the_other_assembly_mode():
     """The loop resolver's anchor — documented as the model's declared initial configuration, from which every new
     workspace starts — was the first state solved, by a plain Newton from the initial guess. The bundled four-bar
-    knee's first call at knee_A = 2.25 rad lands on its other assembly mode (knee_D = −3.088, where 2.0 and 2.5 rad
+    knee's first call at knee_A = 2.25 rad landed on its other assembly mode (knee_D = −3.088, where 2.0 and 2.5 rad
     give −0.282 and −0.045), and on main `simulate(model, 0.2)` afterwards started from knee_D = −2.3008,
     knee_B = 0.7733 — not the file's <initial> (all three 0, which close the loop) — and reached knee_A(0.2 s) =
-    0.4979 rad instead of 0.0387. Now the anchor is solved at the declared configuration after the first call (whose
-    answer, a fresh model's, is kept): the run starts at the file's initial state (Pinocchio: the loop closes there)
-    and is the fresh model's run."""
+    0.4979 rad instead of 0.0387. Now a record's first solve continues from the declared solution, so that call is
+    on the declared mode (knee_D = −0.18); the other mode is still reached where that continuation cannot go — the
+    same crank angle wound by 200 turns, beyond its budget: Newton from the initial guess, announced — and a run
+    started afterwards still starts at the file's initial state (Pinocchio: the loop closes there) and is the fresh
+    model's run: the run's anchor is its own first solution, not the model's history."""
+    from biobullet.constraints.implicit import LoopBranchWarning
     model = load_model(KNEE)
-    x_far = model.joint_state(np.array([2.25]), np.zeros(1))[0]
-    assert _loop_residual(model, x_far) <= 1e-12
+    with pytest.warns(LoopBranchWarning, match="declared configuration"):
+        x_far = model.joint_state(np.array([2.25 + 400.0 * np.pi]), np.zeros(1))[0]
+    assert x_far[1] < -3.0 and _loop_residual(model, x_far) <= 1e-12   # the other assembly mode
+    assert model.joint_state(np.array([2.25 + 400.0 * np.pi + 0.01]), np.zeros(1))[0][1] < -3.0   # kept there
     after = simulate(model, 0.2, progress=False, t_eval=[0.0, 0.2])
     start = np.array([after.column(name)[0] for name in model.joint_names])
     np.testing.assert_allclose(start, 0.0, rtol=0, atol=1e-12)   # the file's <initial>
@@ -150,19 +154,22 @@ def test_a_first_call_far_away_does_not_move_simulate_to_the_other_assembly_mode
 
 def test_a_fresh_start_retry_that_changes_the_assembly_mode_is_announced():
     """`LoopResolver.fresh_retry`: a warm-started solve that fails is solved from the model's initial guess. The
-    four-bar knee brought onto its other assembly mode (first call at knee_A = 2.25 rad, then down to 1 rad in
-    0.05 rad steps: knee_D = −2.387) and called at the same physical input wrapped by 200 turns (1 + 400π rad:
-    the continuation would need 12,566 substeps, over its budget) came back on the declared mode (knee_D =
+    four-bar knee brought onto its other assembly mode (first call at knee_A = 2.25 + 400π rad, beyond the
+    continuation's budget from the declared configuration: Newton from the initial guess, knee_D = −3.088; then down
+    to 1 + 400π rad in 0.05 rad steps: knee_D = −2.387) and called at the same physical input unwound by 200 turns
+    (1 rad: the continuation would need 12,566 substeps, over its budget) came back on the declared mode (knee_D =
     −0.382) on main without a word. Both are closed configurations (Pinocchio's kinematics of the file), at the
     same crank angle, more than 1 rad apart in knee_D: another branch. Now the retry warns."""
     model = load_model(KNEE)
+    with pytest.warns(UserWarning, match="declared configuration"):
+        model.joint_state(np.array([2.25 + 400.0 * np.pi]), np.zeros(1))
     for angle in np.arange(2.25, 0.99, -0.05):
-        other = model.joint_state(np.array([angle]), np.zeros(1))[0]
-    assert other[0] == pytest.approx(1.0, abs=1e-12) and _loop_residual(model, other) <= 1e-12
+        other = model.joint_state(np.array([angle + 400.0 * np.pi]), np.zeros(1))[0]
+    other = np.array([1.0, *other[1:]])
+    assert _loop_residual(model, other) <= 1e-12 and other[1] < -2.0
     with pytest.warns(UserWarning, match="another assembly mode") as said:
-        wrapped = model.joint_state(np.array([1.0 + 400.0 * np.pi]), np.zeros(1))[0]
+        unwrapped = model.joint_state(np.array([1.0]), np.zeros(1))[0]
     assert [w.category.__name__ for w in said] == ["LoopBranchWarning"] and "knee_C" in str(said[0].message)
-    unwrapped = np.array([1.0, *wrapped[1:]])
     assert _loop_residual(model, unwrapped) <= 1e-12
     assert abs(unwrapped[1] - other[1]) > 1.0   # the branch changed: what the warning says
 

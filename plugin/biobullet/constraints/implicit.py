@@ -40,8 +40,9 @@ _STOPPED = {ITERATION_LIMIT: "iteration limit", ZERO_STEP: "the Newton step is z
 
 
 class LoopBranchWarning(UserWarning):
-    """A loop solve that failed from the last solution was solved from the model's initial guess: the result may be
-    on another branch (assembly mode) than the last solution (`LoopResolver.solve`)."""
+    """A loop solve that failed from the last solution (or, a workspace's first, from the declared configuration) was
+    solved from the model's initial guess: the result may be on another branch (assembly mode) than the last
+    solution (the declared configuration's) (`LoopResolver.solve`)."""
 
 
 class _NeedsContinuation(Exception):
@@ -56,16 +57,17 @@ class LoopResolver:
     that it continues along the branch it is on; this is a cache for speed and branch continuity, not model
     state — any consistent starting guess gives the same solution on the same branch. The warm start is an entry
     of a `LoopWarm` record: the resolver's own, or a Data's (`use_warm`: the loop stage and this resolver then
-    continue each other's branch). The model's first solution (at its declared initial configuration where the
-    first solve failed: `_anchor_declared`) is the resolver's own, the anchor: a new workspace starts from it, and
-    continuation starts there when it is nearer than the warm start. A warm-started solve that
+    continue each other's branch). A record's first solve (a run's initial state, a workspace's first call, a
+    fresh model's first call) is continued from the declared solution (`declared`: the file's <initial>
+    configuration solved from the initial guess, a property of the model), never from what another workspace
+    solved before, and is that record's anchor: its continuation starts there when it is nearer than the warm
+    start, in the loop stage and here alike (the stage reads the same record). A warm-started solve that
     fails is retried from a fresh model's start before it is refused (`solve`): the warm start decides the branch,
     never whether a state is solved.
     """
 
     def __init__(self, model, loops: tuple[Loop, ...], dependent: tuple[int, ...], known: tuple[int, ...],
-                 initial_guess: np.ndarray, revolute: np.ndarray, initial_known: np.ndarray | None = None
-                 ) -> None:
+                 initial_guess: np.ndarray, revolute: np.ndarray) -> None:
         self._model = weakref.ref(model)  # the model owns this resolver: no reference cycle
         self.loops = loops
         self.outputs = tuple(dependent)
@@ -75,12 +77,12 @@ class LoopResolver:
         self._kn = np.array(self.known, dtype=np.intp)
         self._offset_q = model.base_nq
         self._initial = np.array(initial_guess, dtype=float)   # θ_dep guess when there is no warm start
-        #: θ_known of the declared initial configuration (<initial>, 0 where none; None where a joint function
-        #: drives an input): the anchor is solved there (`_anchor_declared`)
-        self._initial_known = None if initial_known is None else np.array(initial_known, dtype=float)
         self.revolute = np.asarray(revolute, dtype=bool)      # dependents whose angle may be wrapped by 2π
         self._warm_fresh = False        # the warm start was set by the last solve
-        self._anchor: tuple | None = None   # (θ_known, θ_dep, sensitivity, condition) of the first solution
+        #: (θ_known, θ_dep, sensitivity, condition) at the declared configuration, or None (`declared`)
+        self._declared: tuple | None = None
+        self._declared_done = False
+        self._declaring = False   # the map is evaluated at the declared configuration (`declared`)
         nd, nk = len(dependent), len(known)
         self.use_warm(loop_warm(np.array([0, nk]), np.array([0, nd]), np.array([0, nd * nk])), 0)
         scale = max([np.linalg.norm(b.translation) for b in model.bodies]
@@ -145,9 +147,8 @@ class LoopResolver:
         self._known0, self._dep0, self._u0, self._h0 = warm.known0[k0:k1], warm.dep0[d0:d1], warm.u0[k0:k1], \
             warm.h0[d0:d1]
         self._sensitivity = warm.sensitivity[s0:s0 + (d1 - d0) * (k1 - k0)].reshape(d1 - d0, k1 - k0)
-        if self._anchor is not None:
-            warm.anchor[k0:k1] = self._anchor[0]
-            warm.anchored[k] = 1.0
+        self._anchor_known, self._anchor_dep = warm.anchor[k0:k1], warm.anchor_dep[d0:d1]
+        self._anchor_sensitivity = warm.anchor_sensitivity[s0:s0 + (d1 - d0) * (k1 - k0)].reshape(d1 - d0, k1 - k0)
         self._memo = None
 
     @property
@@ -159,6 +160,45 @@ class LoopResolver:
         record, k = self._record, self._k
         self._known0[:], self._dep0[:], self._sensitivity[:, :] = known, dep, sensitivity
         record.condition[k], record.curved[k], record.valid[k] = condition, 0.0, 1.0
+
+    @property
+    def _anchored(self) -> bool:
+        return bool(self._record.anchored[self._k])
+
+    def _anchor(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """The record's anchor (its first solution) as `_set_warm` takes it (copies: the warm start's views are
+        written)."""
+        return (self._anchor_known.copy(), self._anchor_dep.copy(), self._anchor_sensitivity.copy(),
+                float(self._record.anchor_condition[self._k]))
+
+    def _set_anchor(self) -> None:
+        """The record's anchor := its warm start, the solution of its first solve (`solve`)."""
+        record, k = self._record, self._k
+        self._anchor_known[:], self._anchor_dep[:], self._anchor_sensitivity[:, :] = \
+            self._known0, self._dep0, self._sensitivity
+        record.anchor_condition[k], record.anchored[k] = record.condition[k], 1.0
+
+    def declared(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
+        """(θ_known, θ_dep, sensitivity −Φ_dep⁻¹ Φ_kn, cond₁ Φ_dep) of the declared configuration — the coordinate
+        map evaluated at `model.initial_state()` (the file's <initial>; a driven input its function's value there,
+        an input behind another loop that loop's declared solution) at t = 0, each loop solved by Newton from the
+        initial guess —, or None where it does not close regularly. A property of the model, solved once for
+        every loop resolver of the map, in no workspace's record: where each record's first solve starts."""
+        if not self._declared_done:
+            try:
+                declared_configuration(self.model)
+            except Exception:   # noqa: BLE001  (a loop or function that fails there: no declared solution)
+                self._declared_done = True
+        return self._declared
+
+    def _solve_declared(self, theta: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """`solve` while the map is evaluated at the declared configuration (`declared`): Newton from the initial
+        guess, kept as the declared solution; no record is read or written."""
+        jac, inverse, condition = self._newton(theta, t, guess=self._initial)
+        if condition < CONDITION_LIMIT:
+            known = self._kn
+            self._declared = (theta[known].copy(), theta[self._dep].copy(), -inverse @ jac[:, known], condition)
+        return jac, inverse, condition
 
     # ------------------------------------------------------------------ Newton
     def _guess(self, theta_known: np.ndarray) -> np.ndarray:
@@ -189,33 +229,24 @@ class LoopResolver:
         cond₁(Φ_dep)·‖δ‖₁ ≤ KANTOROVICH (the step is large relative to the loop's conditioning, so Newton might
         leave the branch), the inputs are moved there in substeps, each solved from the linear prediction of the
         previous: continuation along the branch instead of one Newton solve from a poor guess. The continuation
-        starts from the cached solution or from the first solution of the model (its declared initial
-        configuration), whichever is nearer.
+        starts from the cached solution or from the record's anchor (its first solution), whichever is nearer.
 
         A solve that started from a warm start and fails (no convergence, a singular solution) is retried from the
         start a fresh model uses — Newton from the declared initial guess of the dependent joints at these inputs,
         the same tolerance and ±NEWTON_REACH rule — before it is refused: a state a fresh model solves is solved
         after any history. Where both would converge, the warm start's solution is returned (branch continuity).
         A retried solve warns (`LoopBranchWarning`): its branch is the fresh start's, not necessarily the last
-        solution's. A fresh model's first solve is that Newton from the initial guess; where it fails, the state
-        is continued from the declared initial configuration (solved there: the anchor, `_anchor_declared`).
-        Refused by both, the warm start is left as the warm attempt left it and that attempt's error is raised.
-        Inside an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
+        solution's. Refused by both, the warm start is left as the warm attempt left it and that attempt's error is
+        raised. Inside an integration (`fresh_retry` False) there is no retry: a run keeps its branch or stops there.
+
+        A record's first solve (`_solve_first`) is continued from the declared solution, so that its branch is the
+        declared configuration's whatever other workspaces solved before; that solution is the record's anchor.
         """
+        if self._declaring:
+            return self._solve_declared(theta, t)
         target = theta[self._kn]
-        if self._anchor is None:   # a fresh model: Newton from the initial guess, else continued from <initial>
-            try:
-                solved = self._solve_warm(theta, t, target, check_singular)
-            except SolverError as error:
-                theta[self._kn] = target
-                self._anchor_declared(theta, t)
-                if self._anchor is None:
-                    raise
-                try:   # (the squeezer's first call at β = 4 rad failed here, and succeeded once anchored)
-                    return self._solve_warm(theta, t, target, check_singular)
-                except SolverError:
-                    raise error from None
-            return solved
+        if not self._anchored:
+            return self._solve_first(theta, t, target, check_singular)
         if not self.fresh_retry:
             return self._solve_warm(theta, t, target, check_singular)
         try:
@@ -239,38 +270,57 @@ class LoopResolver:
                 LoopBranchWarning, stacklevel=2)
             return solved
 
-    def _anchor_declared(self, theta: np.ndarray, t: float) -> None:
-        """A fresh model's first solve failed: the anchor — where continuation starts — is the solution at the
-        declared initial configuration (<initial>), solved there from the initial guess, if it closes; the record's
-        warm start is left as the failed attempt left it."""
-        if self._initial_known is None or self._anchor is not None:
-            return
-        declared = theta.copy()
-        declared[self._kn] = self._initial_known
-        kept, anchor = self._record.values.copy(), self._anchor
-        self._anchor = None
-        self._record.valid[self._k] = 0.0   # (`_guess`: the initial guess)
-        try:
-            self._finish(declared, t, *self._newton(declared, t), check_singular=False)   # (sets the anchor)
-        except SolverError:
-            self._anchor = anchor
-        self._record.values[:] = kept
-        self.use_warm(self._record, self._k)   # (the anchor into the record)
+    def _solve_first(self, theta: np.ndarray, t: float, target: np.ndarray, check_singular: bool
+                     ) -> tuple[np.ndarray, np.ndarray, float]:
+        """The record's first solve: continued from the declared solution (`declared`; a fresh model's, a new run's
+        and a new workspace's alike — hunt30: the four-bar knee's first call at knee_A = 2.25 rad, on its other
+        assembly mode, was the anchor every later `simulate` from <initial> continued from), else, where there is
+        none or the continuation fails (a jump beyond its budget, a toggle on the way), Newton from the initial
+        guess — which may land on another assembly mode than the declared one: said (`LoopBranchWarning`); its
+        solution becomes the record's anchor. Refused by both: the continuation's error."""
+        home = self.declared()
+        error = None
+        if home is not None:
+            self._set_warm(*home)
+            try:
+                solved = self._solve_warm(theta, t, target, check_singular)
+            except SolverError as failed:
+                error = failed
+                theta[self._kn] = target   # (a failed continuation leaves a substep's inputs)
+        if home is None or error is not None:
+            self._record.valid[self._k] = 0.0   # (`_guess`: the initial guess)
+            try:
+                solved = self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
+            except SolverError:
+                if error is None:
+                    raise
+                raise error from None
+            if error is not None:
+                warnings.warn(clean_message(
+                    f"{self._which()}: the loop solve continued from the declared configuration (<initial>) failed "
+                    f"there (a jump beyond the continuation's budget, a singular configuration on the way, or no "
+                    f"convergence); solved from the model's initial guess instead, which may be on another assembly "
+                    f"mode (branch) than the declared configuration — at " + self._state_text(theta, t)),
+                    LoopBranchWarning, stacklevel=3)
+        if self._valid:
+            self._set_anchor()
+        return solved
 
     def _solve_warm(self, theta: np.ndarray, t: float, target: np.ndarray, check_singular: bool
                     ) -> tuple[np.ndarray, np.ndarray, float]:
-        """`solve` from the warm start (or the first solution, whichever is nearer), with continuation."""
+        """`solve` from the warm start (or the record's anchor, whichever is nearer), with continuation."""
         known = self._kn
-        if not self._valid and self._anchor is not None:   # a new workspace: from the first solution
-            self._set_warm(*self._anchor)
+        if not self._valid and self._anchored:   # (the warm start forgotten after a failed run: from the anchor)
+            self._set_warm(*self._anchor())
         if self._valid:
             start = self._known0.copy()   # (the warm start moves with the continuation's substeps)
             jump = np.max(np.abs(target - start), initial=0.0)
-            if jump > CONTINUATION_STEP and self._anchor is not None:
-                anchor_jump = np.max(np.abs(target - self._anchor[0]), initial=0.0)
+            if jump > CONTINUATION_STEP and self._anchored:   # (the loop stage's rule: `_loop_newton_py`)
+                anchor = self._anchor()
+                anchor_jump = np.max(np.abs(target - anchor[0]), initial=0.0)
                 if anchor_jump < jump:
-                    self._set_warm(*self._anchor)
-                    start, jump = self._anchor[0], anchor_jump
+                    self._set_warm(*anchor)
+                    start, jump = anchor[0], anchor_jump
             if jump > CONTINUATION_STEP:
                 try:
                     return self._finish(theta, t, *self._newton(theta, t, guard=True),
@@ -289,11 +339,11 @@ class LoopResolver:
         return self._finish(theta, t, *self._newton(theta, t), check_singular=check_singular)
 
     def rewind(self) -> None:
-        """Start the next solve from the first solution (the model's initial configuration) instead of the cached
-        one: after a run failed at a singular configuration, the cache's linear prediction is useless (its
-        sensitivity is huge) and the samples before the failure are solved again from the start."""
-        if self._anchor is not None:
-            self._set_warm(*self._anchor)
+        """Start the next solve from the record's anchor (the run's first solution) instead of the cached one:
+        after a run failed at a singular configuration, the cache's linear prediction is useless (its sensitivity
+        is huge) and the samples before the failure are solved again from the start."""
+        if self._anchored:
+            self._set_warm(*self._anchor())
         self._memo = None
 
     def _newton_form(self) -> tuple:
@@ -334,13 +384,13 @@ class LoopResolver:
             self._forms[jit.compiling()] = form
         return form
 
-    def _newton(self, theta: np.ndarray, t: float, guard: bool = False
+    def _newton(self, theta: np.ndarray, t: float, guard: bool = False, guess: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, float]:
-        """θ_dep into `theta` by the Newton kernel from the prediction of the cached solution; (Φ_θ, Φ_dep⁻¹,
-        cond₁(Φ_dep)) there. `guard`: raise _NeedsContinuation if the first step is too large for the conditioning
-        of the cached solution; SolverError naming the loops where Newton does not converge."""
+        """θ_dep into `theta` by the Newton kernel from the prediction of the cached solution (or from `guess`);
+        (Φ_θ, Φ_dep⁻¹, cond₁(Φ_dep)) there. `guard`: raise _NeedsContinuation if the first step is too large for
+        the conditioning of the cached solution; SolverError naming the loops where Newton does not converge."""
         solve, loop, offset, view, _ = self._newton_form()
-        guess = self._guess(theta[self._kn])
+        guess = self._guess(theta[self._kn]) if guess is None else guess.copy()
         view[offset:] = theta
         loose = -1.0 if self.accept_residual is None else float(self.accept_residual)
         status, iterations, norm, jac, inverse, condition = solve(
@@ -370,9 +420,6 @@ class LoopResolver:
         if np.isfinite(condition):
             self._set_warm(theta[known], theta[dep], -inverse @ jac[:, known], condition)
             self._warm_fresh = True
-            if self._anchor is None:
-                self._anchor = (theta[known].copy(), theta[dep].copy(), self._sensitivity.copy(), condition)
-                self.use_warm(self._record, self._k)   # (writes the anchor into the record)
         return jac, inverse, condition
 
     # ------------------------------------------------------------------ Resolver protocol
@@ -452,6 +499,23 @@ def _python_solve():
 def loop_resolvers(model) -> list[LoopResolver]:
     """The coordinate map's loop resolvers, in its order (the order of the compiled model's LoopTable)."""
     return [r for r in model.coordinate_map.resolvers if type(r) is LoopResolver]
+
+
+def declared_configuration(model) -> np.ndarray:
+    """Tree configuration x = [base pose?, θ] at the model's declared state (`model.initial_state()`, t = 0) with
+    each loop solved by Newton from its initial guess — the declared solutions (`LoopResolver.declared`, kept) —
+    in no workspace's record: the same whatever the model solved before (`joint_configuration` continues from the
+    last solution). SolverError where a loop does not close there."""
+    resolvers = loop_resolvers(model)
+    for resolver in resolvers:   # (a memo holds a workspace's solution: not the declared one)
+        resolver._declaring, resolver._memo = True, None
+    try:
+        q = model.initial_state()[0]
+        theta = model.coordinate_map.evaluate(q[model.base_nq:], 0.0).theta
+    finally:
+        for resolver in resolvers:
+            resolver._declaring, resolver._declared_done, resolver._memo = False, True, None
+    return np.concatenate([q[:model.base_nq], theta])
 
 
 def loop_condition(model, q, t: float = 0.0) -> float:
@@ -544,13 +608,8 @@ def build_loop_resolver(model, description, dependent) -> tuple["LoopResolver | 
                                   "<coordinates> nor driven by a function")
     initial = {i.joint: i.position for i in description.initial if i.position is not None}
     guess = [initial.get(model.joint_names[k], 0.0) for k in implicit]
-    # the declared configuration of the loops' inputs where they are all independent coordinates (a joint
-    # function's output has no declared value of its own: then the first solution stays the anchor)
-    driven = any(model.joint_names[k] in dependent for k in known)
-    declared_known = None if driven else np.array([initial.get(model.joint_names[k], 0.0) for k in known])
     revolute = [model.bodies[[b.joint for b in model.bodies].index(model.joint_names[k])].joint_type == "revolute"
                 for k in implicit]
-    resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute),
-                            declared_known)
+    resolver = LoopResolver(model, loops, tuple(implicit), tuple(known), np.array(guess), np.array(revolute))
     return resolver, set(implicit)
 

@@ -6,7 +6,7 @@ The Newton solve itself is `_newton_solve_py`, written once: the loop stage call
 typed and optimised again in every pipeline variant that reached it, ≈ 20 s of CPU each), so do the trajectory
 output's pass and the generic resolver (`LoopResolver.solve`), or as its Python form with the resolver's
 own residual for loop types without compiled rows; what stays Python there is policy around the one call
-(prediction, continuation in substeps, the choice of the declared initial solution, error messages). Every caller
+(prediction, continuation in substeps, a workspace's first solve and its anchor, error messages). Every caller
 passes one loop record (`loop_record`: the loop table's constants, the warm starts and the work arrays as the
 flat fields of one `core.jit_pair` record, built once per workspace or resolver), so a solve allocates nothing and
 a call between kernels passes one pointer, not tuples of ≈ 50 arrays. The loop stage declines (status 1, θ_dep
@@ -58,8 +58,11 @@ class LoopWarm(NamedTuple):
     its known and dependent slices (`known0`, `u0`, `anchor`; `dep0`, `h0`) at known_start[k], dep_start[k], its
     sensitivity −Φ_dep⁻¹ Φ_known (row-major) at sensitivity_start[k], and one entry of `condition` (cond₁ Φ_dep),
     `loose` (residual accepted while an integration runs, −1: converge to round-off), `valid`, `curved`,
-    `anchored` (1.0 / 0.0). `anchor`: the known joints of the model's first solution (the declared initial
-    configuration), from which the callback stage's continuation starts when it is nearer."""
+    `anchored` (1.0 / 0.0). The anchor is this record's own first solution (a run's initial state, a workspace's
+    first call: `LoopResolver.solve`), not the model's: `anchor` its known joints, from which continuation starts
+    where it is nearer than the warm start (the loop stage declines there, `_loop_newton_py`, and the generic
+    resolver continues from it); `anchor_dep`, `anchor_sensitivity`, `anchor_condition` the rest of it, which only
+    the generic resolver reads (after `_WARM_FIELDS`: not in the loop record)."""
 
     values: np.ndarray
     known0: np.ndarray
@@ -76,20 +79,25 @@ class LoopWarm(NamedTuple):
     known_start: np.ndarray
     dep_start: np.ndarray
     sensitivity_start: np.ndarray
+    anchor_dep: np.ndarray
+    anchor_sensitivity: np.ndarray
+    anchor_condition: np.ndarray
 
 
 def loop_warm(known_start: np.ndarray, dep_start: np.ndarray, sensitivity_start: np.ndarray) -> LoopWarm:
     """Empty warm starts for resolvers with these slices (a LoopTable's, or one resolver's own)."""
     n_known, n_dep = int(known_start[-1]), int(dep_start[-1])
     n_resolvers = dep_start.shape[0] - 1
-    sizes = (n_known, n_dep, int(sensitivity_start[-1]), n_known, n_dep, n_known, *(n_resolvers,) * 5)
+    n_sensitivity = int(sensitivity_start[-1])
+    sizes = (n_known, n_dep, n_sensitivity, n_known, n_dep, n_known, *(n_resolvers,) * 5,
+             n_dep, n_sensitivity, n_resolvers)   # (the anchor's rest last: the record's views keep their offsets)
     values = np.zeros(sum(sizes))
     views, start = [], 0
     for size in sizes:
         views.append(values[start:start + size])
         start += size
-    warm = LoopWarm(values, *views, *(np.array(a, dtype=np.int64) for a in
-                                      (known_start, dep_start, sensitivity_start)))
+    warm = LoopWarm(values, *views[:11], *(np.array(a, dtype=np.int64) for a in
+                                           (known_start, dep_start, sensitivity_start)), *views[11:])
     warm.loose[:] = -1.0
     return warm
 
@@ -541,8 +549,8 @@ def _loop_newton_py(loop, k, theta, rate, gradient, gamma, rates):
                                scratch[6 * nd + 2 * nk:6 * nd + 3 * nk])
     for i in range(nd):
         saved[i] = theta[dep[i]]
-    # input change: above CONTINUATION_STEP the Kantorovich test of `solve` guards the first step, and the
-    # declared initial solution (anchor) is used by the callback stage when it is nearer
+    # input change: above CONTINUATION_STEP the Kantorovich test of `solve` guards the first step, and where the
+    # record's anchor (its own first solution) is nearer, the generic resolver continues from there
     jump, anchor_jump = 0.0, 0.0
     for j in range(nk):
         delta[j] = theta[known[j]] - known0[k0 + j]

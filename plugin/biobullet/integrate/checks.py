@@ -95,7 +95,8 @@ def time_function_check(model: Any, t_end: float, t0: float = 0.0) -> None:
     if not (isinstance(t_end, (int, float)) and isinstance(t0, (int, float)) and math.isfinite(t_end)
             and math.isfinite(t0) and t_end > t0):
         return
-    from biobullet.core.errors import EvaluationError
+    from biobullet.constraints.implicit import declared_configuration, loop_resolvers
+    from biobullet.core.errors import EvaluationError, SolverError
     from biobullet.forces.collection import force_elements
 
     times = np.linspace(float(t0), float(t_end), TIME_SAMPLES)
@@ -121,8 +122,13 @@ def time_function_check(model: Any, t_end: float, t0: float = 0.0) -> None:
         function = item.function
         if not getattr(function, "uses_time", False):
             continue
-        if x0 is None:
-            x0 = model.joint_configuration(model.initial_state()[0])
+        if x0 is None:   # (the declared loop solutions where they close: not the branch of the model's last call)
+            try:
+                x0 = declared_configuration(model) if loop_resolvers(model) else None
+            except SolverError:
+                pass
+            if x0 is None:
+                x0 = model.joint_configuration(model.initial_state()[0])
         # (x0 = [floating base and multi-DOF joints (base_nq entries), θ of the 1-DOF joints in joint_names order])
         values = [float(x0[model.base_nq + names.index(n)]) if n in names else 0.0
                   for n in function.inputs]

@@ -17,7 +17,9 @@
   arrays (`loop_work`), which the kernels read with the loop table's constants as one flat record
   (`kernel_arrays().loop`, `constraints.newton_kernel.loop_record`: passed from kernel to kernel as one pointer).
   Before a resolver's first solve, or where the stage declined, the generic resolvers solve (continuation, clear
-  errors) in this workspace's warm starts (`bind_loops`): one record, no copies.
+  errors) in this workspace's warm starts (`bind_loops`): one record, no copies. A record's first solve continues
+  from the model's declared solution (`LoopResolver.declared`), not from what other workspaces solved, and is the
+  record's anchor.
 One Data per concurrent user (a Model's convenience methods use `model.workspace`; a run or a bridge makes its
 own): the kernels write into it.
 """
@@ -161,8 +163,9 @@ class Data:
             resolver.use_warm(self.arrays.loop_warm, k)
 
     def start_loops(self, model, q, v, t: float) -> bool:
-        """No warm start yet: the generic resolvers solve this state into this workspace's record (continuation
-        from the model's first solution, clear errors); True when every loop resolver's warm start is set."""
+        """No warm start yet: the generic resolvers solve this state into this workspace's record (a first solve
+        continued from the model's declared solution, clear errors); True when every loop resolver's warm start is
+        set."""
         self.bind_loops(model)
         try:
             model.joint_state_view(q, v, t)
@@ -246,6 +249,12 @@ class Data:
         # refused a regular state that a fresh workspace (seeded at it) evaluates
         self.bind_loops(model)
         self._seeded = False
+        # what the stage kept — its last solution's factor, its last residual's placements — is not trusted after
+        # a decline: its next run solves and places again (a generic solve that lands on the kept solution bit for
+        # bit would otherwise take them, and decline again)
+        work = self.loop_work
+        work.fixed[:, 0] = 0.0
+        work.placed[:] = np.nan
         if not seeded_here and self.start_loops(model, q, v, t):
             if entry(self._workspace, q, v, tau, t, want, out_vector, out_matrix) == 0:
                 self._seeded = True
