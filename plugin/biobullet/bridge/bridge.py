@@ -225,7 +225,8 @@ class Bridge:
             check_time_step(model, self.dt, "dt" if dt is not None else "the client's time step")
             if self.layouts:
                 check_flexible_step(model, self.dt)
-            check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step")
+            check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step",
+                                 self.substeps)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
             self._floating = bool(model.floating_base)
@@ -492,9 +493,10 @@ class Bridge:
         if self._own_tree is not None:   # (revolute/prismatic trees: a copy without the motion subspace)
             self._own_tree[1][:] = body[:, :self._own_tree[1].shape[1]]
 
-    def _follow_time_step(self, dt: float, substeps: int) -> None:
-        check_time_step(self.model, dt, "the client's time step")
-        check_stiff_elements(self.model, dt, "the client's time step")   # τ is held over every sub-step
+    def _follow_time_step(self, dt: float, substeps: int, checked: bool = False) -> None:
+        if not checked:   # (`set_time_step` checks before it changes the client)
+            check_time_step(self.model, dt, "the client's time step")
+            check_stiff_elements(self.model, dt, "the client's time step", substeps)   # τ held over sub-steps
         self.dt, self.substeps = dt, substeps
         if self._step_end:
             self.corrector = Corrector.step_end(dt, substep_weight(substeps))
@@ -516,10 +518,13 @@ class Bridge:
                 raise ModelError(f"argument 'substeps' is {substeps!r}", attribute="substeps",
                                  expected=f"an integer from 1 to {MAX_SUBSTEPS} (PyBullet runs every sub-step of "
                                           "every stepSimulation())")
+        # (checked before the client changes: a refused step leaves the client's as it was)
+        check_stiff_elements(self.model, dt, "dt", self.substeps if substeps is None else int(substeps))
+        if substeps is not None:
             self.pybullet.setPhysicsEngineParameter(numSubSteps=int(substeps) if substeps > 1 else 0,
                                               physicsClientId=self.client)
         self.pybullet.setTimeStep(dt, physicsClientId=self.client)
-        self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
+        self._follow_time_step(dt, self.substeps if substeps is None else int(substeps), checked=True)
         self.watch.disarm()
 
     def _refuse_unheld_massless(self) -> None:

@@ -1,0 +1,140 @@
+"""Habits of a PyBullet user's own loop with a Bridge that test_unseen{3,4,6,12,15,28,32,33,34,51}_*.py and
+test_bridge_*.py do not cover (bridgeprobe2).
+
+Sub-steps on a model with a stiff element: PyBullet's `numSubSteps` holds the bridge's torque over every sub-step,
+so the step of a linear element (stiffness k_r, damping c_r per unit of effective inertia) becomes
+x⁺ = x + dt v + c dt² a, v⁺ = v + dt a with c = (k+1)/(2k). Its step matrix has the determinant
+1 − c_r dt + (1 − c) k_r dt², above 1 — growth — beyond dt = c_r / ((1 − c) k_r) (closed form), far inside the
+one-step limit k_r dt² + 2 c_r dt < 4 the bridge checked (and whose message recommended sub-steps). Oracle: PyBullet
+itself, the spring applied by hand as TORQUE_CONTROL held over the sub-steps (no bridge), decays 10 % inside that
+edge and grows 10 % beyond it; the closed form gives the edge."""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pybullet = pytest.importorskip("pybullet")
+
+from biobullet.bridge import Bridge  # noqa: E402
+from biobullet.bridge.connection import load_body  # noqa: E402
+from biobullet.core.errors import ModelError  # noqa: E402
+from biobullet.loader import load_text  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "bridge"))
+from test_bridge_stability import DAMPING, MASS, STIFFNESS, slider  # noqa: E402
+
+K_R, C_R = STIFFNESS / MASS, DAMPING / MASS   # the slider's exact w = 1/m
+
+
+def held_weight(substeps: int) -> float:
+    """c of x⁺ = x + dt v + c dt² a for `substeps` semi-implicit sub-steps with a held (closed form)."""
+    return (substeps + 1.0) / (2.0 * substeps)
+
+
+def edge(substeps: int, k_r: float = K_R, c_r: float = C_R) -> float:
+    """The step (s) beyond which the held spring grows: the determinant 1 − c_r dt + (1 − c) k_r dt² reaches 1."""
+    return c_r / ((1.0 - held_weight(substeps)) * k_r)
+
+
+def bare_pybullet_peaks(model, dt: float, substeps: int, steps: int, k: float = STIFFNESS,
+                        c: float = DAMPING) -> tuple[float, float]:
+    """(max |x| over the first, over the last tenth of `steps`) of the slider stepped by PyBullet alone with
+    τ = −k x − c ẋ held over `substeps` sub-steps (no bridge; PyBullet's velocity clamp and damping off)."""
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        pybullet.setGravity(0, 0, 0, physicsClientId=client)
+        pybullet.setTimeStep(dt, physicsClientId=client)
+        pybullet.setPhysicsEngineParameter(numSubSteps=substeps, physicsClientId=client)
+        body = load_body(model, client, None)
+        pybullet.setJointMotorControl2(body, 0, pybullet.VELOCITY_CONTROL, force=0, physicsClientId=client)
+        pybullet.changeDynamics(body, 0, linearDamping=0, angularDamping=0, jointDamping=0, maxJointVelocity=1e9,
+                                physicsClientId=client)
+        pybullet.resetJointState(body, 0, 0.01, 0.0, physicsClientId=client)
+        trace = []
+        for _ in range(steps):
+            x, v = pybullet.getJointState(body, 0, physicsClientId=client)[:2]
+            trace.append(abs(x))
+            pybullet.setJointMotorControl2(body, 0, pybullet.TORQUE_CONTROL, force=-k * x - c * v,
+                                           physicsClientId=client)
+            pybullet.stepSimulation(physicsClientId=client)
+        tenth = steps // 10
+        return max(trace[:tenth]), max(trace[-tenth:])
+    finally:
+        pybullet.disconnect(client)
+
+
+@pytest.fixture(scope="module")
+def sprung(tmp_path_factory):
+    return load_text(slider(f'<joint_spring name="stiff" joint="slide" stiffness="{STIFFNESS}" '
+                            f'damping="{DAMPING}"/>'), tmp_path_factory.mktemp("sprung"))
+
+
+def test_sub_steps_shrink_a_springs_stable_step_as_pybullet_does(sprung):
+    """4 sub-steps: the edge is 0.107 ms, 26× inside the one-step limit 2.79 ms. PyBullet alone decays at 0.9× and
+    grows at 1.1× it. Before, the bridge took 2× the edge with set_time_step(dt, 4) and the slider grew from 1 cm to
+    1.83 m in 3000 steps, silently (only at 10× did a DivergenceError come). Now set_time_step refuses beyond the
+    edge, naming the element and the sub-steps (and leaving the client's step as it was), and inside it the
+    bridge's run decays as PyBullet's does."""
+    h = edge(4)
+    early, late = bare_pybullet_peaks(sprung, 0.9 * h, 4, 6000)
+    assert late < 0.7 * early
+    early, late = bare_pybullet_peaks(sprung, 1.1 * h, 4, 6000)
+    assert late > 1.5 * early
+    with Bridge(sprung, dt=0.9 * h) as bridge:
+        with pytest.raises(ModelError) as error:
+            bridge.set_time_step(1.1 * h, substeps=4)
+        text = str(error.value)
+        assert '<joint_spring name="stiff"' in text and "4 PyBullet sub-steps" in text and "no sub-steps" in text
+        engine = pybullet.getPhysicsEngineParameters(physicsClientId=bridge.client)
+        assert engine["fixedTimeStep"] == pytest.approx(0.9 * h, rel=1e-12) and engine["numSubSteps"] <= 1
+        bridge.set_time_step(0.9 * h, substeps=4)
+        trace = []
+        for _ in range(6000):
+            bridge.step()
+            trace.append(abs(bridge.state()[1][0]))
+    assert max(trace[-600:]) < 0.7 * max(trace[:600])
+
+
+def test_a_client_with_sub_steps_is_checked_at_construction_and_mid_run(sprung):
+    """numSubSteps set on the user's client before the Bridge, or by setPhysicsEngineParameter mid-run: one
+    ModelError naming the element, at construction or at the next apply() (before, both were taken)."""
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        pybullet.setGravity(0, 0, 0, physicsClientId=client)
+        pybullet.setPhysicsEngineParameter(numSubSteps=4, physicsClientId=client)
+        with pytest.raises(ModelError, match="stiff.*4 PyBullet sub-steps|4 PyBullet sub-steps.*stiff"):
+            Bridge(sprung, client=client, dt=2.0 * edge(4))
+        pybullet.setPhysicsEngineParameter(numSubSteps=0, physicsClientId=client)
+        bridge = Bridge(sprung, client=client, dt=2.0 * edge(4))
+        for _ in range(20):
+            bridge.apply()
+            pybullet.stepSimulation(physicsClientId=client)
+        pybullet.setPhysicsEngineParameter(numSubSteps=4, physicsClientId=client)
+        with pytest.raises(ModelError, match="4 PyBullet sub-steps"):
+            for _ in range(5):
+                bridge.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+    finally:
+        pybullet.disconnect(client)
+
+
+def test_an_undamped_spring_has_no_stable_step_with_sub_steps(tmp_path):
+    """Without damping the determinant is 1 + (1 − c) k_r dt² > 1 at every dt: PyBullet alone grows at a tenth of
+    the one-step limit with 2 sub-steps (it holds without them), and the bridge refuses the sub-steps there."""
+    model = load_text(slider(f'<joint_spring name="bare" joint="slide" stiffness="{STIFFNESS}" damping="0"/>'),
+                      tmp_path)
+    dt = 0.1 * 2.0 / np.sqrt(K_R)
+    early, late = bare_pybullet_peaks(model, dt, 0, 600, c=0.0)
+    assert late < 1.01 * early   # semi-implicit Euler without sub-steps: bounded
+    early, late = bare_pybullet_peaks(model, dt, 2, 600, c=0.0)
+    assert late > 5.0 * early
+    with Bridge(model, dt=dt) as bridge:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            bridge.set_time_step(dt)   # without sub-steps it is stable, and nothing is said
+        with pytest.raises(ModelError, match="bare.*2 PyBullet sub-steps|2 PyBullet sub-steps.*bare"):
+            bridge.set_time_step(dt, substeps=2)
