@@ -138,3 +138,34 @@ def test_an_undamped_spring_has_no_stable_step_with_sub_steps(tmp_path):
             bridge.set_time_step(dt)   # without sub-steps it is stable, and nothing is said
         with pytest.raises(ModelError, match="bare.*2 PyBullet sub-steps|2 PyBullet sub-steps.*bare"):
             bridge.set_time_step(dt, substeps=2)
+
+
+def test_a_bullet_client_made_in_the_call_stays_connected_while_the_bridge_is_open():
+    """`Bridge(model, client=BulletClient(p.DIRECT))`: a BulletClient disconnects its client when it is collected,
+    and the bridge kept only its id, so the first step raised BridgeClosedError ("client 0 was disconnected").
+    Now the bridge holds the object while it is open: the run is the one on an int client of the same scene, bit for
+    bit, and close() lets it go (the connection ends with the object, none is left behind)."""
+    import gc
+
+    from pybullet_utils.bullet_client import BulletClient
+
+    from biobullet import load_model
+    chain = load_model("coupled_chain")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the client's gravity set to the model's: one BridgeWarning each)
+        bridge = Bridge(chain, client=BulletClient(pybullet.DIRECT), dt=1e-3)
+        gc.collect()
+        client = pybullet.connect(pybullet.DIRECT)
+        try:
+            reference = Bridge(chain, client=client, dt=1e-3)
+            for _ in range(50):
+                bridge.step()
+                reference.step()
+            assert np.array_equal(bridge.state()[1], reference.state()[1])
+            assert np.array_equal(bridge.state()[2], reference.state()[2])
+        finally:
+            pybullet.disconnect(client)
+    held = bridge.client
+    bridge.close()
+    gc.collect()
+    assert not pybullet.isConnected(physicsClientId=held)

@@ -205,6 +205,10 @@ class Bridge:
             query_distance = number_argument(query_distance, "query_distance", positive=True,
                                              expected="a positive distance (m)")
         self.client, self._owned = resolve_client(client, gui=gui)
+        #: the user's BulletClient object, held while the bridge is open: a BulletClient disconnects its client when it
+        #: is collected, so one made in the call (`Bridge(model, client=BulletClient(p.DIRECT))`) was gone before the
+        #: first step (BridgeClosedError "client was disconnected")
+        self._client_object = client if hasattr(client, "_client") else None
         self.body = -1
         #: True when the bridge loaded the body (close() then removes it from a client the user owns)
         self._loaded_body = body_id is None
@@ -368,6 +372,7 @@ class Bridge:
             except self.pybullet.error:
                 pass
             self._owned = False
+        self._client_object = None   # (the user's BulletClient: its lifetime is the user's again)
 
     def __enter__(self) -> "Bridge":
         return self
