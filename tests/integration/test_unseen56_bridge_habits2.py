@@ -169,3 +169,53 @@ def test_a_bullet_client_made_in_the_call_stays_connected_while_the_bridge_is_op
     bridge.close()
     gc.collect()
     assert not pybullet.isConnected(physicsClientId=held)
+
+
+def _pivot_gap(client: int, info) -> float:
+    """|world point of the parent pivot − world point of the child pivot| of a PyBullet POINT2POINT constraint
+    (`getConstraintInfo`: pivots in the links' COM frames), from PyBullet's own link states (m)."""
+    points = []
+    for body, link, pivot in ((info[0], info[1], info[6]), (info[2], info[3], info[7])):
+        if link < 0:
+            position, orientation = pybullet.getBasePositionAndOrientation(body, physicsClientId=client)
+        else:
+            position, orientation = pybullet.getLinkState(body, link, computeForwardKinematics=1,
+                                                          physicsClientId=client)[:2]
+        rotation = np.array(pybullet.getMatrixFromQuaternion(orientation)).reshape(3, 3)
+        points.append(np.asarray(position) + rotation @ np.asarray(pivot))
+    return float(np.linalg.norm(points[0] - points[1]))
+
+
+def test_a_native_loop_removed_by_a_cleanup_of_every_constraint_is_named():
+    """Bridge(native_loops=True) closes the knee four-bar with a PyBullet POINT2POINT constraint. A user's cleanup
+    of every constraint (getNumConstraints / removeConstraint) removed it too: the loop opened by 3.4e-2 m within
+    0.3 s at 1 ms (PyBullet's own link states at the constraint's pivots), and nothing was said — no row of the
+    bridge holds a native loop. Now one CouplingWarning names the loop and removeConstraint at the next checked step."""
+    from biobullet.bridge.outside import CouplingWarning
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bridge = Bridge("fourbar_knee", client=client, dt=1e-3, native_loops=True)
+            (name, cid), = bridge.native_constraints.items()
+            info = pybullet.getConstraintInfo(cid, physicsClientId=client)
+            closed = []
+            for _ in range(20):
+                bridge.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+                closed.append(_pivot_gap(client, info))
+            assert not [w for w in caught if issubclass(w.category, CouplingWarning)]
+            for k in reversed(range(pybullet.getNumConstraints(physicsClientId=client))):
+                pybullet.removeConstraint(pybullet.getConstraintUniqueId(k, physicsClientId=client),
+                                          physicsClientId=client)
+            opened = []
+            for _ in range(300):
+                bridge.apply()
+                pybullet.stepSimulation(physicsClientId=client)
+                opened.append(_pivot_gap(client, info))
+        said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
+        assert max(closed) < 1e-4 and max(opened) > 1e-2
+        assert len(said) == 1 and f"native loop {name!r}" in said[0] and "removeConstraint" in said[0], said
+        bridge.close()
+    finally:
+        pybullet.disconnect(client)
