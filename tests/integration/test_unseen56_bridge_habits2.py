@@ -219,3 +219,56 @@ def test_a_native_loop_removed_by_a_cleanup_of_every_constraint_is_named():
         bridge.close()
     finally:
         pybullet.disconnect(client)
+
+
+PENDULUM = """<robot name="pend"><link name="base"/>
+ <joint name="hinge" type="continuous"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/></joint>
+ <link name="arm"><inertial><origin xyz="0.3 0 0"/><mass value="1"/>
+  <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
+ <biobullet version="1"><gravity xyz="0 0 -9.81"/>
+  <contact name="tip" link="arm" xyz="0.3 0 0" radius="0.05" ground_height="-50" normal_law="hu_guo"
+   stiffness="1e5" restitution="0.5"/></biobullet></robot>"""
+
+
+def _swing_onto_a_box(model, path: Path, height: float) -> tuple[float, list, float]:
+    """(hinge angle after 0.6 s, contact intervals (start, body), PyBullet's tip height at the first onset) of the
+    pendulum loaded by the user at basePosition (0, 0, height) above a static box whose top is 0.2 m below it."""
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+        body = pybullet.loadURDF(str(path), basePosition=[0, 0, height], useFixedBase=True,
+                                 flags=pybullet.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+        shape = pybullet.createCollisionShape(pybullet.GEOM_BOX, halfExtents=[1, 1, 0.1], physicsClientId=client)
+        box = pybullet.createMultiBody(0, shape, basePosition=[0, 0, height - 0.3], physicsClientId=client)
+        bridge = Bridge(model, client=client, dt=1e-3, body_id=body)
+        onset_z = np.nan
+        for _ in range(600):
+            bridge.step()
+            if np.isnan(onset_z) and bridge.contacts.intervals():
+                onset_z = pybullet.getLinkState(body, 0, computeForwardKinematics=1, physicsClientId=client)[0][2]
+        intervals = [(round(i["start"], 6), i.get("body") == box) for i in bridge.contacts.intervals()]
+        return float(bridge.state()[1][0]), intervals, onset_z - height
+    finally:
+        pybullet.disconnect(client)
+
+
+def test_scene_contacts_of_a_fixed_base_loaded_elsewhere_are_where_pybullet_has_it(tmp_path):
+    """A fixed base the user loaded at a basePosition is taken (test_unseen6: the same robot in an inertial frame),
+    but its scene contacts were queried where the model's kinematics put the links (base at the origin): hung 1 m
+    up over a box 0.2 m below its hinge, the tip's sphere was looked for 1 m below the box, met nothing and the arm
+    passed through the box (PyBullet's rigid contact is off for contact links): 3.10 rad after 0.6 s, no contact.
+    Now the scene is PyBullet's world: the run is the same as with the base at the origin (translation
+    invariance), and each onset is where PyBullet's own link state puts the sphere on the box top (0.2 m below the
+    hinge plus its 0.05 m radius, to two steps' travel)."""
+    model = load_text(PENDULUM, tmp_path)
+    path = tmp_path / "user.urdf"
+    path.write_bytes(model.description.source_text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (the client's gravity, PyBullet's inertia of the massless base link)
+        angle_0, intervals_0, onset_0 = _swing_onto_a_box(model, path, 0.0)
+        angle_1, intervals_1, onset_1 = _swing_onto_a_box(model, path, 1.0)
+    assert intervals_0 and all(on_box for _, on_box in intervals_0)
+    assert intervals_1 == intervals_0
+    assert abs(angle_1 - angle_0) <= 1e-9
+    for onset in (onset_0, onset_1):   # the tip moves ≈ 1.5 m/s at the onset, read after the step that logged it
+        assert abs(onset - (-0.2 + 0.05)) <= 2 * 1.6e-3   # (two steps' travel)
