@@ -272,3 +272,43 @@ def test_scene_contacts_of_a_fixed_base_loaded_elsewhere_are_where_pybullet_has_
     assert abs(angle_1 - angle_0) <= 1e-9
     for onset in (onset_0, onset_1):   # the tip moves ≈ 1.5 m/s at the onset, read after the step that logged it
         assert abs(onset - (-0.2 + 0.05)) <= 2 * 1.6e-3   # (two steps' travel)
+
+
+def test_a_ground_body_contact_of_a_fixed_base_loaded_elsewhere_has_its_friction_arm(tmp_path):
+    """The tip carries its collision sphere, the box is the `ground_body` (PyBullet's geometry: getClosestPoints
+    gives the point in PyBullet's world) and the contact has friction. The point's Jacobian was taken at that world
+    point minus the model's link origin (base at the origin): 1 m off for a base loaded 1 m up, so the friction
+    force's torque arm was wrong — one bounce of 116 N where the same scene at the origin has two (172.7 N, 37.4 N).
+    Now the run is the origin's (translation invariance; the regularized friction law, v0 = 1e-4 m/s, amplifies
+    PyBullet's single-precision geometry at another height: the angles agree to 1e-4 rad)."""
+    text = PENDULUM.replace('izz="0.001"/></inertial></link>', 'izz="0.001"/></inertial><collision><origin '
+                            'xyz="0.3 0 0"/><geometry><sphere radius="0.05"/></geometry></collision></link>')
+    text = text.replace('restitution="0.5"', 'restitution="0.5" friction_law="regularized" mu="0.6" v0="1e-4"')
+    model = load_text(text, tmp_path)
+    path = tmp_path / "user.urdf"
+    path.write_bytes(model.description.source_text)
+    runs = []
+    for height in (0.0, 1.0):
+        client = pybullet.connect(pybullet.DIRECT)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+                body = pybullet.loadURDF(str(path), basePosition=[0, 0, height], useFixedBase=True,
+                                         flags=pybullet.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+                shape = pybullet.createCollisionShape(pybullet.GEOM_BOX, halfExtents=[1, 1, 0.1],
+                                                      physicsClientId=client)
+                box = pybullet.createMultiBody(0, shape, basePosition=[0, 0, height - 0.3], physicsClientId=client)
+                bridge = Bridge(model, client=client, dt=1e-3, body_id=body, ground_body=box)
+                assert bridge.contacts.geometry_of("tip") == "pybullet"
+                for _ in range(600):
+                    bridge.step()
+            runs.append((float(bridge.state()[1][0]),
+                         [(i["start"], i["peak_force"]) for i in bridge.contacts.intervals()]))
+        finally:
+            pybullet.disconnect(client)
+    (angle_0, intervals_0), (angle_1, intervals_1) = runs
+    assert len(intervals_0) == 2 and len(intervals_1) == 2
+    for (start_0, peak_0), (start_1, peak_1) in zip(intervals_0, intervals_1):
+        assert start_1 == pytest.approx(start_0, abs=1e-9) and peak_1 == pytest.approx(peak_0, rel=1e-3)
+    assert abs(angle_1 - angle_0) <= 1e-4

@@ -447,6 +447,7 @@ class BridgeContacts:
         if not placements:
             placements.extend(body_placements(model, x))
         rotation, origin = frame_placement(model, x, contact.link, placements)
+        origin = origin + self._fixed_base_shift()   # (point is PyBullet's, in its world: `_fixed_base_shift`)
         jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin))[:3]
         velocity = jac @ xd
         normal_speed = float(normal @ velocity)
