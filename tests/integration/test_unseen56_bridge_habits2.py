@@ -312,3 +312,39 @@ def test_a_ground_body_contact_of_a_fixed_base_loaded_elsewhere_has_its_friction
     for (start_0, peak_0), (start_1, peak_1) in zip(intervals_0, intervals_1):
         assert start_1 == pytest.approx(start_0, abs=1e-9) and peak_1 == pytest.approx(peak_0, rel=1e-3)
     assert abs(angle_1 - angle_0) <= 1e-4
+
+
+def test_muscle_forces_on_a_fixed_base_loaded_elsewhere_act_as_at_the_origin(tmp_path):
+    """The muscles' path forces go to PyBullet as one force and one torque per body about the model's origin
+    (`bridge/muscles.py`), applied at PyBullet's world origin: for a fixed base the user loaded 1 m up, every
+    wrench's moment was off by s × F, and the leg of tests/muscle_models.py was 1.64 rad off the same leg at the
+    origin after 0.1 s (knee −0.47 rad instead of 1.17), silently. A rigid translation of a fixed-base scene under
+    uniform gravity changes nothing: now the two runs agree to round-off."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from muscle_models import LEG_URDF
+
+    from biobullet import load_model
+    path = tmp_path / "leg.urdf"
+    path.write_text(LEG_URDF)
+    leg = load_model(str(path))
+    assert not leg.floating_base
+    states = []
+    for height in (0.0, 1.0):
+        client = pybullet.connect(pybullet.DIRECT)
+        try:
+            pybullet.setGravity(0, 0, -9.81, physicsClientId=client)
+            body = pybullet.loadURDF(str(path), basePosition=[0, 0, height], useFixedBase=True,
+                                     flags=pybullet.URDF_USE_INERTIA_FROM_FILE, physicsClientId=client)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # (PyBullet's inertia of the pelvis is the file's: nothing else)
+                bridge = Bridge(leg, client=client, dt=1e-3, body_id=body, initial={"hip": 0.4, "knee": 1.1})
+                bridge.set_excitations(0.5, extensor=0.6, flexor=0.3, hip_flexor=0.5)
+                for _ in range(100):
+                    bridge.step()
+            states.append(bridge.state()[1:])
+        finally:
+            pybullet.disconnect(client)
+    (x_0, v_0), (x_1, v_1) = states
+    assert abs(x_0[1] - 1.1) > 1e-3   # the muscles moved the knee
+    np.testing.assert_allclose(x_1, x_0, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(v_1, v_0, rtol=0, atol=1e-10)

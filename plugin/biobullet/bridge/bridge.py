@@ -233,6 +233,9 @@ class Bridge:
                                  self.substeps)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
+            #: a fixed base's inertial offset in its link frame (None on a floating base): `base_origin`
+            self._base_local = (None if model.floating_base else
+                                np.asarray(p.getDynamicsInfo(self.body, -1, physicsClientId=self.client)[3], float))
             self._floating = bool(model.floating_base)
             #: every link's (mass, local inertia diagonal) as the bridge's M and h take them: a changeDynamics of
             #: either afterwards is followed at the next disturbed step (`engine_parameters`)
@@ -497,6 +500,16 @@ class Bridge:
         self._kernel_only, self._solve_source = True, "stored"
         if self._own_tree is not None:   # (revolute/prismatic trees: a copy without the motion subspace)
             self._own_tree[1][:] = body[:, :self._own_tree[1].shape[1]]
+
+    def base_origin(self) -> np.ndarray:
+        """World position (m) of a fixed base's link frame, where the model's kinematics put the origin (zeros on a
+        floating base, whose pose is in x): a body the user loaded at a basePosition (taken: the same robot in an
+        inertial frame) or moved since. What the bridge places in PyBullet's world — scene contact points, muscle
+        wrenches — is the model's plus this (a fixed base turned away from the world frame is refused or named)."""
+        if self._base_local is None:
+            return np.zeros(3)
+        position = self.pybullet.getBasePositionAndOrientation(self.body, physicsClientId=self.client)[0]
+        return np.asarray(position, float) - self._base_local
 
     def _follow_time_step(self, dt: float, substeps: int, checked: bool = False) -> None:
         if not checked:   # (`set_time_step` checks before it changes the client)

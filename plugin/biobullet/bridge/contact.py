@@ -165,12 +165,6 @@ class BridgeContacts:
         self._ground_body = ground_body
         self.scene = bool(scene)
         self._scene: list[int] = []            # other bodies in the client (see the module docstring)
-        #: a fixed base's inertial offset in its link frame (getDynamicsInfo; None on a floating base, whose pose is in
-        #: x): the model's kinematics put the base link at the origin, the scene is in PyBullet's world
-        #: (`_fixed_base_shift`)
-        self._base_local = (None if model.floating_base else
-                            np.asarray(bridge.pybullet.getDynamicsInfo(bridge.body, -1,
-                                                                       physicsClientId=bridge.client)[3], float))
         self._seen: set[int] = set()
         self._n_bodies = -1
         self._sources: list = [None] * len(self.contacts)   # per contact: (body, link, radius offset) for the scene
@@ -447,7 +441,7 @@ class BridgeContacts:
         if not placements:
             placements.extend(body_placements(model, x))
         rotation, origin = frame_placement(model, x, contact.link, placements)
-        origin = origin + self._fixed_base_shift()   # (point is PyBullet's, in its world: `_fixed_base_shift`)
+        origin = origin + self.bridge.base_origin()   # (point is PyBullet's, in its world: `Bridge.base_origin`)
         jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin))[:3]
         velocity = jac @ xd
         normal_speed = float(normal @ velocity)
@@ -781,7 +775,9 @@ class BridgeContacts:
         model = self.bridge.model
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
-        shift = self._fixed_base_shift()
+        # (PyBullet's world: a fixed base loaded at a basePosition, or moved since — before, its scene contacts
+        # were queried at the model's positions: a pendulum hung 1 m up passed through the box under it)
+        shift = self.bridge.base_origin()
         seen = set()
         out = []
         for k, (contact, source) in enumerate(zip(self.contacts, self._sources)):
@@ -820,18 +816,6 @@ class BridgeContacts:
                                         np.array([0.0, 0.0, 1.0]), np.zeros((3, model.n_tangent)))
                 out.append((key, pair, far, np.zeros(3)))
         return out
-
-    def _fixed_base_shift(self) -> np.ndarray:
-        """World position (m) of a fixed base's link frame, which the model's kinematics put at the origin (zero on a
-        floating base). A body the user loaded at a basePosition (the bridge takes it: the same robot in an inertial
-        frame) or moved since: before, its scene contacts were queried at the model's positions — a pendulum hung
-        1 m up met no box under its swing and passed through it (3.10 rad at 0.6 s where it bounces back to 0.53).
-        (A fixed base turned away from the world frame is refused or named: its orientation is the identity.)"""
-        if self._base_local is None:
-            return np.zeros(3)
-        p = self.bridge.pybullet
-        position = p.getBasePositionAndOrientation(self.bridge.body, physicsClientId=self.bridge.client)[0]
-        return np.asarray(position, float) - self._base_local
 
     def _pair(self, key, contact):
         pair = self._pairs.get(key)
