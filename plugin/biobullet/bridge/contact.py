@@ -782,7 +782,7 @@ class BridgeContacts:
         out = []
         for k, (contact, source) in enumerate(zip(self.contacts, self._sources)):
             rotation, origin = frame_placement(model, x, contact.link, placements)
-            origin = origin + shift   # (PyBullet's world: a fixed base loaded at a basePosition, or moved since)
+            origin = origin + shift
             centre = rotation @ contact.xyz + origin
             body, link, offset = source
             if body != self.bridge.body:   # a query sphere (the model's own base link is link −1 too: not moved)
