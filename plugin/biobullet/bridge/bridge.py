@@ -205,6 +205,10 @@ class Bridge:
             query_distance = number_argument(query_distance, "query_distance", positive=True,
                                              expected="a positive distance (m)")
         self.client, self._owned = resolve_client(client, gui=gui)
+        #: the user's BulletClient object, held while the bridge is open: a BulletClient disconnects its client when it
+        #: is collected, so one made in the call (`Bridge(model, client=BulletClient(p.DIRECT))`) was gone before the
+        #: first step (BridgeClosedError "client was disconnected")
+        self._client_object = client if hasattr(client, "_client") else None
         self.body = -1
         #: True when the bridge loaded the body (close() then removes it from a client the user owns)
         self._loaded_body = body_id is None
@@ -225,9 +229,13 @@ class Bridge:
             check_time_step(model, self.dt, "dt" if dt is not None else "the client's time step")
             if self.layouts:
                 check_flexible_step(model, self.dt)
-            check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step")
+            check_stiff_elements(model, self.dt, "dt" if dt is not None else "the client's time step",
+                                 self.substeps)
             prepare_body(model, self.client, self.body, self.map.joint_indices, joint_limits=joint_limits,
                          gravity=self.gravity)
+            #: a fixed base's inertial offset in its link frame (None on a floating base): `base_origin`
+            self._base_local = (None if model.floating_base else
+                                np.asarray(p.getDynamicsInfo(self.body, -1, physicsClientId=self.client)[3], float))
             self._floating = bool(model.floating_base)
             #: every link's (mass, local inertia diagonal) as the bridge's M and h take them: a changeDynamics of
             #: either afterwards is followed at the next disturbed step (`engine_parameters`)
@@ -367,6 +375,7 @@ class Bridge:
             except self.pybullet.error:
                 pass
             self._owned = False
+        self._client_object = None   # (the user's BulletClient: its lifetime is the user's again)
 
     def __enter__(self) -> "Bridge":
         return self
@@ -492,9 +501,20 @@ class Bridge:
         if self._own_tree is not None:   # (revolute/prismatic trees: a copy without the motion subspace)
             self._own_tree[1][:] = body[:, :self._own_tree[1].shape[1]]
 
-    def _follow_time_step(self, dt: float, substeps: int) -> None:
-        check_time_step(self.model, dt, "the client's time step")
-        check_stiff_elements(self.model, dt, "the client's time step")   # τ is held over every sub-step
+    def base_origin(self) -> np.ndarray:
+        """World position (m) of a fixed base's link frame, where the model's kinematics put the origin (zeros on a
+        floating base, whose pose is in x): a body the user loaded at a basePosition (taken: the same robot in an
+        inertial frame) or moved since. What the bridge places in PyBullet's world — scene contact points, muscle
+        wrenches — is the model's plus this (a fixed base turned away from the world frame is refused or named)."""
+        if self._base_local is None:
+            return np.zeros(3)
+        position = self.pybullet.getBasePositionAndOrientation(self.body, physicsClientId=self.client)[0]
+        return np.asarray(position, float) - self._base_local
+
+    def _follow_time_step(self, dt: float, substeps: int, checked: bool = False) -> None:
+        if not checked:   # (`set_time_step` checks before it changes the client)
+            check_time_step(self.model, dt, "the client's time step")
+            check_stiff_elements(self.model, dt, "the client's time step", substeps)   # τ held over sub-steps
         self.dt, self.substeps = dt, substeps
         if self._step_end:
             self.corrector = Corrector.step_end(dt, substep_weight(substeps))
@@ -516,10 +536,13 @@ class Bridge:
                 raise ModelError(f"argument 'substeps' is {substeps!r}", attribute="substeps",
                                  expected=f"an integer from 1 to {MAX_SUBSTEPS} (PyBullet runs every sub-step of "
                                           "every stepSimulation())")
+        # (checked before the client changes: a refused step leaves the client's as it was)
+        check_stiff_elements(self.model, dt, "dt", self.substeps if substeps is None else int(substeps))
+        if substeps is not None:
             self.pybullet.setPhysicsEngineParameter(numSubSteps=int(substeps) if substeps > 1 else 0,
                                               physicsClientId=self.client)
         self.pybullet.setTimeStep(dt, physicsClientId=self.client)
-        self._follow_time_step(dt, self.substeps if substeps is None else int(substeps))
+        self._follow_time_step(dt, self.substeps if substeps is None else int(substeps), checked=True)
         self.watch.disarm()
 
     def _refuse_unheld_massless(self) -> None:

@@ -441,6 +441,7 @@ class BridgeContacts:
         if not placements:
             placements.extend(body_placements(model, x))
         rotation, origin = frame_placement(model, x, contact.link, placements)
+        origin = origin + self.bridge.base_origin()   # (point is PyBullet's, in its world: `Bridge.base_origin`)
         jac = frame_jacobian(model, x, contact.link, rotation.T @ (point - origin))[:3]
         velocity = jac @ xd
         normal_speed = float(normal @ velocity)
@@ -774,10 +775,14 @@ class BridgeContacts:
         model = self.bridge.model
         _, x, xd = self.bridge.state()
         placements = body_placements(model, x)
+        # (PyBullet's world: a fixed base loaded at a basePosition, or moved since — before, its scene contacts
+        # were queried at the model's positions: a pendulum hung 1 m up passed through the box under it)
+        shift = self.bridge.base_origin()
         seen = set()
         out = []
         for k, (contact, source) in enumerate(zip(self.contacts, self._sources)):
             rotation, origin = frame_placement(model, x, contact.link, placements)
+            origin = origin + shift
             centre = rotation @ contact.xyz + origin
             body, link, offset = source
             if body != self.bridge.body:   # a query sphere (the model's own base link is link −1 too: not moved)

@@ -126,7 +126,9 @@ class BridgeMuscles:
             # transform, left from the last step's start: one forward kinematics call brings every link's up to date
             # (else each force acts O(v dt) off its point: 6.6e-7 rad/s after the second arm26 step at 0.5 ms)
             p.getLinkState(b, self._any_link, computeForwardKinematics=True, physicsClientId=c)
-        origin = [0.0, 0.0, 0.0]
+        # (the wrenches are about the model's origin: in PyBullet's world, a fixed base's link frame, `base_origin` —
+        # before, the world origin: a leg loaded 1 m up was 1.64 rad off the same leg at the origin after 0.1 s)
+        origin = bridge.base_origin().tolist()
         for link, wrench in zip(self.links, (self.wrenches if sent is None else self.wrenches - sent).tolist()):
             p.applyExternalForce(b, link, wrench[:3], origin, p.WORLD_FRAME, physicsClientId=c)
             p.applyExternalTorque(b, link, wrench[3:], p.WORLD_FRAME, physicsClientId=c)

@@ -355,6 +355,13 @@ class OutsideWatch:
         #: spherical joints, a floating base's loop to the ground): their residual after a clean step is measured
         #: (`_clean_loop_step`)
         self.loops = bool(self.rows and model.description.elements_of("loop")) and not bridge.end_correction
+        #: the bridge's native loop constraints (native_loops=True) and what PyBullet reports of each at construction: a
+        #: removeConstraint of one (a user's cleanup of "every constraint") opens its loop, which no row of the
+        #: bridge sees (`_native_loops_kept`, on the steps the loops' residual is checked)
+        self.native = {name: tuple(bridge.pybullet.getConstraintInfo(cid, physicsClientId=bridge.client)[:5])
+                       for name, cid in bridge.native_constraints.items()}
+        #: a check on the clean steps 1, 2, 4, … and every LOOP_CHECK_STEPS-th (one test on the others)
+        self.periodic = self.loops or bool(self.native)
         self.jb, self.vb = model.base_nq, model.base_nv
         #: a floating base: the velocity prediction ẋ_n + dt ẍ skips the base's linear velocity (the first 3 of ẋ;
         #: `_surprise_py` checks it in the world frame instead, where the step is exact, for a setGravity only).
@@ -640,9 +647,11 @@ class OutsideWatch:
             self._jumped_without_rows(x, xd)   # base's COM jump is a code 1 too: the contacts see it, `jumped`)
         elif code == 2:   # blind (before, nor a body at rest, or whose only moving positions are not tested)
             self._blind_step()
-        if (self.loops and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0)
-                and "loop_step" not in self.warned):
-            self._clean_loop_step(x)
+        if self.periodic and (self.step_index % LOOP_CHECK_STEPS == 0 or self.step_index & (self.step_index - 1) == 0):
+            if self.loops and "loop_step" not in self.warned:
+                self._clean_loop_step(x)
+            if self.native and "native_removed" not in self.warned:
+                self._native_loops_kept()
         return True
 
     def _wake(self) -> None:
@@ -731,6 +740,25 @@ class OutsideWatch:
                                    f"too coarse at this speed for dt = {self.bridge.dt:g} s",
                       "a smaller time step (Bridge(model, dt=...) or bridge.set_time_step(dt)); the residual "
                       "scales with dt³")
+
+    def _native_loops_kept(self) -> None:
+        """Name once a native loop whose PyBullet constraint is gone or is another one now (a removeConstraint of
+        it — a cleanup of every constraint —, its id reused by a later createConstraint): the loop is open, and no
+        row of the bridge holds it (before, silently: the knee four-bar 3.4e-2 m open within 0.3 s at 1 ms)."""
+        bridge = self.bridge
+        p, c = bridge.pybullet, bridge.client
+        for name, cid in bridge.native_constraints.items():
+            try:
+                info = tuple(p.getConstraintInfo(cid, physicsClientId=c)[:5])
+            except p.error:
+                info = None
+            if info != self.native[name]:   # (bodies, links and type of the bridge's own constraint)
+                self.warn("native_removed", f"PyBullet constraint {cid} of native loop {name!r} (native_loops=True) "
+                                            "was removed (removeConstraint): the loop is open, and the bridge's "
+                                            "rows do not hold it",
+                          "remove only your own constraints (bridge.native_constraints are the bridge's), or make "
+                          "a new Bridge; Bridge(model, native_loops=False) holds the loops in the bridge's solve")
+                return
 
     # ------------------------------------------------------------------ a disturbed step
     def _disturbed(self, x, xd, jumped: bool, runaway: tuple[float, float] | None = None) -> None:

@@ -14,6 +14,12 @@ stops and linear ground contacts act only when engaged — a violation is one Br
 run diverges at the first engagement). Nonlinear laws (exponent ≠ 1: Hertz, Hunt–Crossley, Hu–Guo) have no fixed
 limit and are not checked; flexible segments are checked as a whole (`flexible.highest_frequency`).
 
+With k PyBullet sub-steps (numSubSteps) the torque is held over all of them: x⁺ = x + dt v + c dt² a, v⁺ = v + dt a,
+c = (k+1)/(2k) (`bridge.substep_weight`). The step matrix then has determinant 1 − c_r dt + (1 − c) k_r dt², so the
+map is stable iff (1 − c) k_r dt < c_r and (2c − 1) k_r dt² + 2 c_r dt < 4: sub-steps shrink the stable step, and an
+undamped element has none (checked against PyBullet itself: tests/integration/test_unseen56_bridge_habits2.py; before,
+the one-step limit was applied and its message recommended sub-steps).
+
 Muscle states (activations, compliant fibers' lengths) advance by explicit Euler at the step's (x, ẋ). Each muscle's
 rates depend on its own states only, with ∂ȧ/∂l_M = 0, so the state Jacobian is block-triangular and its
 eigenvalues are its diagonal entries λ = ∂ṡ_i/∂s_i: Euler with step h is stable iff h |λ| < 2 (λ < 0).
@@ -130,11 +136,20 @@ def check_stop_penetration(model, q: np.ndarray, dt: float) -> None:
                           "diverge; start within the limits (or use a smaller dt)", BridgeWarning, stacklevel=3)
 
 
-def step_limit(k_r: float, c_r: float) -> float:
-    """The largest stable step (s) of one element: the positive root of k_r dt² + 2 c_r dt − 4 = 0 (inf if none)."""
+def step_limit(k_r: float, c_r: float, substeps: int = 1) -> float:
+    """The largest stable step (s) of one element whose force is held over `substeps` PyBullet sub-steps (module
+    docstring): dt below the positive root of (2c − 1) k_r dt² + 2 c_r dt − 4 = 0 and, with sub-steps,
+    (1 − c) k_r dt < c_r (c = (k+1)/(2k), `bridge.substep_weight`; 0 for an undamped element: no dt is stable;
+    inf if the element has neither stiffness nor damping)."""
+    from biobullet.bridge.bridge import substep_weight
     if k_r <= 0.0 and c_r <= 0.0:
         return np.inf
-    return 4.0 / (c_r + np.sqrt(c_r * c_r + 4.0 * k_r)) if k_r > 0.0 else 2.0 / c_r
+    weight = substep_weight(substeps)
+    stiff = (2.0 * weight - 1.0) * k_r
+    limit = 4.0 / (c_r + np.sqrt(c_r * c_r + 4.0 * stiff)) if stiff > 0.0 else 2.0 / c_r
+    if substeps > 1 and k_r > 0.0:   # the step matrix's determinant 1 − c_r dt + (1 − c) k_r dt² must stay below 1
+        limit = min(limit, c_r / ((1.0 - weight) * k_r))
+    return float(limit)
 
 
 def always_acting_step_limit(model) -> float:
@@ -142,20 +157,27 @@ def always_acting_step_limit(model) -> float:
     return min((step_limit(k_r, c_r) for _, k_r, c_r, always in stiff_elements(model) if always), default=np.inf)
 
 
-def check_stiff_elements(model, dt: float, what: str = "dt") -> None:
-    """ModelError naming the first always-acting element whose explicit limit dt exceeds (module docstring); one
-    BridgeWarning per engaged-only element (stops, contacts) beyond its limit."""
+def check_stiff_elements(model, dt: float, what: str = "dt", substeps: int = 1) -> None:
+    """ModelError naming the first always-acting element whose explicit limit dt exceeds with its force held over
+    `substeps` PyBullet sub-steps (module docstring); one BridgeWarning per engaged-only element (stops, contacts)
+    beyond its limit."""
     from biobullet.bridge.lifecycle import BridgeWarning
     for element, k_r, c_r, always in stiff_elements(model):
-        if k_r * dt * dt + 2.0 * c_r * dt < 4.0:
+        limit = step_limit(k_r, c_r, substeps)
+        if dt < limit:
             continue
-        limit = step_limit(k_r, c_r)
         source = element.source
-        message = (f"{what} = {dt:g} s is beyond the explicit stability limit of {source.element} "
+        held = (f" with {substeps} PyBullet sub-steps (numSubSteps: the bridge's torque is held over them)"
+                if substeps > 1 else "")
+        message = (f"{what} = {dt:g} s{held} is beyond the explicit stability limit of {source.element} "
                    f"({np.sqrt(k_r):.4g} rad/s, damping rate {c_r:.4g} 1/s on this model): PyBullet's step diverges "
-                   f"{'at once' if always else 'when it engages'}")
-        expected = (f"dt < {limit:.3g} s (Bridge(model, dt=...), or sub-steps: bridge.set_time_step(dt, substeps)), "
-                    f"or a softer element")
+                   f"{'when it engages' if not always else 'at once' if substeps == 1 else 'step by step'}")
+        if substeps == 1:
+            expected = f"dt < {limit:.3g} s (Bridge(model, dt=...) or bridge.set_time_step(dt)), or a softer element"
+        else:   # sub-steps shrink the stable step (an undamped element has none): the remedy is none
+            expected = (f"no sub-steps (bridge.set_time_step(dt, 1) or setPhysicsEngineParameter(numSubSteps=0)) "
+                        f"and dt < {step_limit(k_r, c_r):.3g} s" + (f", or dt < {limit:.3g} s" if limit > 0.0 else "")
+                        + ", or a softer element")
         if always:
             raise ModelError(message, file=source.file, element=source.element, attribute="dt", expected=expected)
         warnings.warn(f"{source.file}: {message}; expected {expected}", BridgeWarning, stacklevel=3)
