@@ -32,14 +32,16 @@ from compile_report import REPORT_VARIABLE, install_recorder, summary_lines
 #: the file queued first: it compiles the pipeline kernels most files need (module docstring)
 COMPILES_FIRST = "tests/unit/hostile/test_hostile8_api.py"
 #: files (paths from the rootdir) that call no numba kernel, queued right after COMPILES_FIRST; their durations in the
-#: 476-s CI run: 26.1, 8.4, 5.5, 5.1, 4.4, 2.1, 0.5 s
+#: 476-s CI run: 26.1, 11.1, 8.4, 5.5, 5.1, 4.4, 2.1, 1.1, 0.5 s
 KERNEL_FREE = (
     "tests/integration/test_sweep_run.py",
+    "tests/unit/core/test_figures.py",
     "tests/unit/test_layering.py",
     "tests/integration/test_api_docs.py",
     "tests/unit/test_architecture.py",
     "tests/integration/test_packaging.py",
     "tests/unit/test_kernel_width.py",
+    "tests/integration/test_sweep_config.py",
     "tests/unit/test_docs_references.py",
 )
 
