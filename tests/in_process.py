@@ -8,8 +8,14 @@ capture would otherwise hide what a user sees), the given working directory and 
 process's global state the command changes (warning format, the library logger's level and handlers) put back; it
 returns the `subprocess.CompletedProcess` a subprocess would (exit code from the return value or `SystemExit`).
 
-Not a process boundary: what is written to the file descriptors themselves (PyBullet's C-level banner), signals,
-environment variables read at import and a crashed interpreter need a subprocess — tests of those keep one, and each
+`cli(..., signal_at=(marker, SIGNAL))` sends SIGNAL to this process once `marker` has been written to the captured
+standard error (a progress line: the work is under way), as a test would `kill` a child that printed it; the
+command's own handler (SIGTERM: `core.arguments.terminate_as_interrupt`) then runs in the main thread, as in its
+own process.
+
+Not a process boundary: what is written to the file descriptors themselves (PyBullet's C-level banner), a signal's
+arrival from outside while C code runs or before a handler is installed (tests/integration/test_unseen10_cli.py keeps
+`simulate`'s SIGTERM, test_unseen2_cli.py its Ctrl-C, in a real process), environment variables read at import and a crashed interpreter need a subprocess — tests of those keep one, and each
 CLI command keeps at least one real end-to-end subprocess test (tests/integration/test_cli.py).
 """
 from __future__ import annotations
@@ -31,10 +37,27 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
+class _SignalingStream(io.StringIO):
+    """Captured text that sends `signum` to this process once, when `marker` is first in it."""
+
+    def __init__(self, marker: str, signum: int) -> None:
+        super().__init__()
+        self.marker, self.signum, self.sent = marker, signum, False
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if not self.sent and self.marker in self.getvalue():
+            self.sent = True
+            os.kill(os.getpid(), self.signum)   # this process: its handler runs before the next Python line
+        return written
+
+
 @contextlib.contextmanager
-def _as_a_process(cwd: str | Path | None, env: Mapping[str, str | None] | None) -> Iterator[tuple[io.StringIO, io.StringIO]]:
-    """Captured (stdout, stderr), cwd and environment changes, Python's default warning filters; all put back."""
-    out, err = io.StringIO(), io.StringIO()
+def _as_a_process(cwd: str | Path | None, env: Mapping[str, str | None] | None,
+                  signal_at: tuple[str, int] | None = None) -> Iterator[tuple[io.StringIO, io.StringIO]]:
+    """Captured (stdout, stderr), cwd and environment changes, Python's default warning filters; all put back.
+    signal_at: (marker, signal number) sent to this process once stderr holds the marker."""
+    out, err = io.StringIO(), (io.StringIO() if signal_at is None else _SignalingStream(*signal_at))
     # a child's stdout is a pipe, so its terminal width is COLUMNS or 80 (argparse wraps its help to it)
     env = {"COLUMNS": os.environ.get("COLUMNS", "80"), **(env or {})}
     saved_env = {name: os.environ.get(name) for name in env}
@@ -77,12 +100,13 @@ def _exit_code(exc: SystemExit, err: io.StringIO) -> int:
     return 1
 
 
-def cli(*argv: str, cwd: str | Path | None = None,
-        env: Mapping[str, str | None] | None = None) -> subprocess.CompletedProcess:
+def cli(*argv: str, cwd: str | Path | None = None, env: Mapping[str, str | None] | None = None,
+        signal_at: tuple[str, int] | None = None) -> subprocess.CompletedProcess:
     """`biobullet ARGV` in this process: its exit code, stdout and stderr as `subprocess.run(..., text=True)` gives
-    them. `env` sets (or, with None, removes) environment variables for the call."""
+    them. `env` sets (or, with None, removes) environment variables for the call; `signal_at` = (marker, signal
+    number): the signal is sent to this process once the command has written the marker to stderr."""
     from biobullet.cli import main
-    with _as_a_process(cwd, env) as (out, err):
+    with _as_a_process(cwd, env, signal_at) as (out, err):
         try:
             code = main(list(argv))
         except SystemExit as exc:   # argparse's usage errors and --help

@@ -3,9 +3,6 @@ Euler on the reference equations, convergence to an accurate reference, inverse 
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -150,11 +147,12 @@ def test_simulate_bridge_csv_has_the_reference_layout(shoulder, tmp_path):
 
 
 def test_cli_simulate_engine_pybullet(tmp_path):
+    """(In this process, tests/in_process.py; `simulate --engine pybullet` as a process of its own:
+    test_bridge_whole_model.py's ball bounce.)"""
+    import in_process
     out = tmp_path / "arm.csv"
-    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
-    result = subprocess.run([sys.executable, "-m", "biobullet", "simulate", str(ARM7), "--t-end", "0.01",
-                             "--engine", "pybullet", "--dt", "1e-3", "--set", "joint_2=0.7", "--out", str(out)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    result = in_process.cli("simulate", str(ARM7), "--t-end", "0.01", "--engine", "pybullet", "--dt", "1e-3",
+                            "--set", "joint_2=0.7", "--out", str(out))
     assert result.returncode == 0, result.stderr
     rows = list(csv.reader(open(out)))
     assert rows[0][:3] == ["t", "joint_1", "joint_2"] and len(rows) == 12

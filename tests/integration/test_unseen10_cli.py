@@ -87,9 +87,13 @@ def _terminate_after(command: list[str], marker: str, cwd: Path) -> tuple[subpro
 
 
 def test_sigterm_during_bench_keeps_the_rows_measured_so_far(tmp_path: Path) -> None:
-    """`biobullet bench` (about a minute) interrupted kept nothing: bench.json was written only at the end."""
+    """`biobullet bench` (about a minute) interrupted kept nothing: bench.json was written only at the end.
+    (In this process: SIGTERM once the second model's line is on stderr; `simulate`'s SIGTERM above is the real
+    process's, `kill` from outside.)"""
     import json
-    result, stderr = _terminate_after(["bench", "--quick", "--out", "b"], "formulations on humanoid", tmp_path)
+    result = in_process.cli("bench", "--quick", "--out", "b", cwd=tmp_path,
+                            signal_at=("formulations on humanoid", signal.SIGTERM))
+    stderr = result.stderr
     assert result.returncode == 143, stderr
     assert "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1] == "biobullet: terminated; the rows measured so far are in b/bench.json"
@@ -101,10 +105,12 @@ def test_sigterm_during_bench_keeps_the_rows_measured_so_far(tmp_path: Path) -> 
 
 
 def test_sigterm_during_validate_random_reports_the_models_checked_so_far(tmp_path: Path) -> None:
-    """`biobullet validate --random N --json` interrupted printed nothing: every finished verdict was lost."""
+    """`biobullet validate --random N --json` interrupted printed nothing: every finished verdict was lost.
+    (In this process, as the bench test above.)"""
     import json
-    result, stderr = _terminate_after(["validate", "--random", "1000", "--samples", "1", "--json"],
-                                      "validate: model 2/1000", tmp_path)
+    result = in_process.cli("validate", "--random", "1000", "--samples", "1", "--json", cwd=tmp_path,
+                            signal_at=("validate: model 2/1000", signal.SIGTERM))
+    stderr = result.stderr
     assert result.returncode == 143, stderr
     assert "Traceback" not in stderr
     report = json.loads(result.stdout)
@@ -136,8 +142,10 @@ def test_pybullet_simulate_shows_progress_without_a_terminal(pendulum: Path, tmp
     """`simulate --engine pybullet` showed a progress bar only when stderr was a terminal (the reference engine
     shows it once a run takes > 2 s, also into a log file); SIGTERM then keeps the partial run."""
     out = tmp_path / "run.csv"
-    result, stderr = _terminate_after(["simulate", str(pendulum), "--engine", "pybullet", "--t-end", "5000",
-                                       "--set", "j1=1", "--out", str(out)], "pybullet pendulum", tmp_path)
+    # (in this process: its stderr is no terminal either; the SIGTERM is sent once the progress line is written)
+    result = in_process.cli("simulate", str(pendulum), "--engine", "pybullet", "--t-end", "5000", "--set", "j1=1",
+                            "--out", str(out), cwd=tmp_path, signal_at=("pybullet pendulum", signal.SIGTERM))
+    stderr = result.stderr
     assert result.returncode == 143, stderr
     assert "Traceback" not in stderr
     rows = Path(f"{out}.partial.csv").read_text().splitlines()

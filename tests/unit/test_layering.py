@@ -7,6 +7,7 @@ documented attribute, a method, a shared state record) or the code moves to the 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,14 +18,19 @@ def _is_private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
 
+#: a module's syntax tree, parsed once for both checks of this file (read only)
+_parsed = functools.lru_cache(maxsize=None)(ast.parse)
+
+
 def private_imports(source: str, module: str, package: bool = False) -> list[str]:
     """The private names `source` (the text of module `module`) takes from other biobullet modules, as
     'line: module.name'."""
     here = module.split(".") if package else module.split(".")[:-1]
-    tree = ast.parse(source)
+    tree = _parsed(source)
     found: list[str] = []
     bound: dict[str, str] = {}   # local name → the biobullet module (or module member) it is bound to
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(tree))   # (one walk: the imports bind first, then every attribute is read)
+    for node in nodes:
         if isinstance(node, ast.ImportFrom):
             origin = ".".join(here[:len(here) - node.level + 1] + [node.module or ""]).strip(".") if node.level \
                 else node.module or ""
@@ -39,7 +45,7 @@ def private_imports(source: str, module: str, package: bool = False) -> list[str
                 if alias.name.split(".")[0].startswith("biobullet"):
                     bound[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
                         alias.name.split(".")[0]
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Attribute) and _is_private(node.attr):
             chain, value = [node.attr], node.value
             while isinstance(value, ast.Attribute):
@@ -91,16 +97,27 @@ AWAITING_OWNER_FIX = {
 _ATTRIBUTE_CALLS = ("getattr", "setattr", "hasattr", "delattr")
 
 
-def _private_attribute_uses(tree: ast.AST):
-    """(node, base, name, store) of every private attribute use `base._name` and getattr-family call with a constant
-    private name."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _is_private(node.attr):
-            yield node, node.value, node.attr, isinstance(node.ctx, (ast.Store, ast.Del))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_CALLS \
-                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
-                and isinstance(node.args[1].value, str) and _is_private(node.args[1].value):
-            yield node, node.args[0], node.args[1].value, node.func.id in ("setattr", "delattr")
+def _private_attribute_use(node: ast.AST) -> tuple[ast.AST, str, bool] | None:
+    """(base, name, store) if `node` uses a private attribute `base._name` or is a getattr-family call with a
+    constant private name; else None."""
+    if isinstance(node, ast.Attribute) and _is_private(node.attr):
+        return node.value, node.attr, isinstance(node.ctx, (ast.Store, ast.Del))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _ATTRIBUTE_CALLS \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+            and isinstance(node.args[1].value, str) and _is_private(node.args[1].value):
+        return node.args[0], node.args[1].value, node.func.id in ("setattr", "delattr")
+    return None
+
+
+def _nodes_and_scopes(tree: ast.AST):
+    """(node, the innermost function whose walk reaches it — its decorators and defaults included — or None at
+    module level) for every node of `tree`, in one walk."""
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+    while stack:
+        node, scope = stack.pop()
+        yield node, scope
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else scope
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
 
 
 def _locally_made(function: ast.AST) -> set[str]:
@@ -124,10 +141,11 @@ def foreign_private_attributes(source: str) -> list[str]:
     name it assigned, e.g. a copy of `self`). Then `obj._x` is allowed anywhere in the module (another instance of
     its own class). Writing `_x` on an argument or another module's object, or reading a `_x` the module does not
     own, is an offence: what another module needs is public (an attribute, a method, a shared state record)."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     owned: set[str] = set()
     offences: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
+    made: dict[int, set[str]] = {}   # id(function) → the names it binds itself (module level: none)
+    for node, scope in _nodes_and_scopes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             owned.add(node.name)
         if isinstance(node, ast.ClassDef):
@@ -139,27 +157,26 @@ def foreign_private_attributes(source: str) -> list[str]:
                                                              for t in statement.targets):
                     owned.update(c.value for c in ast.walk(statement.value)
                                  if isinstance(c, ast.Constant) and isinstance(c.value, str))
-    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    scopes = [(tree, set())] + [(f, _locally_made(f)) for f in functions]
-    seen: set[int] = set()
-    for scope, made in reversed(scopes):   # innermost first: a use belongs to the function it is written in
-        for node, base, name, store in _private_attribute_uses(scope):
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            base_name = base.id if isinstance(base, ast.Name) else None
-            if base_name in ("self", "cls"):
-                if store:
-                    owned.add(name)
-                continue
+        use = _private_attribute_use(node)
+        if use is None:
+            continue
+        # a use belongs to the function it is written in (the innermost one)
+        base, name, store = use
+        base_name = base.id if isinstance(base, ast.Name) else None
+        if base_name in ("self", "cls"):
             if store:
-                if base_name in made:
-                    owned.add(name)
-                else:
-                    offences.append((node.lineno, ast.unparse(node)))
-                continue
-            offences.append((node.lineno, name, ast.unparse(base) if not isinstance(node, ast.Call)
-                             else f"getattr({ast.unparse(base)}, {name!r})"))
+                owned.add(name)
+            continue
+        if store:
+            if scope is not None and id(scope) not in made:
+                made[id(scope)] = _locally_made(scope)
+            if scope is not None and base_name in made[id(scope)]:
+                owned.add(name)
+            else:
+                offences.append((node.lineno, ast.unparse(node)))
+            continue
+        offences.append((node.lineno, name, ast.unparse(base) if not isinstance(node, ast.Call)
+                         else f"getattr({ast.unparse(base)}, {name!r})"))
     found = []
     for offence in offences:
         if len(offence) == 2:
