@@ -1147,10 +1147,13 @@ class Bridge:
             torque = torque - muscles.body_torque
             self._send(x, torque - sent if repeated else torque)
             muscles.send(sent_wrenches if repeated else None)
-        elif torque is None and not repeated:   # nothing acts: nothing to send (PyBullet clears joint torques after
-            torque = self.last_torque = self._zero_sent   # every step)
+        elif torque is None and not repeated and not watch.resting:   # nothing acts: nothing to send (PyBullet
+            torque = self.last_torque = self._zero_sent   # clears joint torques after every step)
         else:
             torque = self._zero_sent if torque is None else torque
+            if watch.resting:   # an exact rest: a step must show (`OutsideWatch.nudge`; the stages' arrays kept)
+                torque = torque.copy()
+                watch.nudge(torque)
             # a repeated apply(): PyBullet adds TORQUE_CONTROL torques (and external forces) up until its step, so
             # the difference makes the step's torque this apply()'s
             self._send(x, torque - sent if repeated else torque)
@@ -1197,6 +1200,8 @@ class Bridge:
         if status == UNWATCHED:
             return None
         watch.clean(self._peaks)
+        if watch.resting:   # an exact rest: `apply` nudges the step (`OutsideWatch.nudge`)
+            return None
         stage = self.forces
         if elements and not self._kernel_forces_only and not (watch.peak < stage.idle_below
                                                               and stage.generation == added_generation()):
@@ -1252,9 +1257,9 @@ class Bridge:
             if not watch.observe(x, xd):
                 return None, x, xd
         forces = self.forces
-        if not (watch.peak < forces.idle_below and forces.generation == added_generation()) \
-                and forces.torque(x, xd, self.time, watch.peak) is not None:   # (no call while none can act)
-            return None, x, xd
+        if watch.resting or not (watch.peak < forces.idle_below and forces.generation == added_generation()) \
+                and forces.torque(x, xd, self.time, watch.peak) is not None:   # (no call while none can act;
+            return None, x, xd   # an exact rest: `apply` nudges the step, `OutsideWatch.nudge`)
         self._xdd = xdd   # (the work array of this step's solves from here on)
         if status == 0:   # (`_kernel_stood`'s common case without its call)
             self._lambda = out[self._out_n:]
@@ -1308,12 +1313,12 @@ class Bridge:
                     repeated = watch.check_runaway(x, xd)
             else:
                 x, xd = self._read()
-                repeated = watch.armed and watch.check_runaway(x, xd)
+                repeated = watch.check_runaway(x, xd) if watch.armed else watch.unarmed(x, xd)
         else:
             torque = contacts.torques()   # a new array; reads the state (kept in state_read) unless it needs
             state = contacts.state_read   # PyBullet's geometry
             x, xd = state if state is not None else self._read()
-            repeated = watch.armed and watch.check_runaway(x, xd)
+            repeated = watch.check_runaway(x, xd) if watch.armed else watch.unarmed(x, xd)
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
             self.time -= self.dt
             sent = self.last_torque.copy()
@@ -1333,10 +1338,16 @@ class Bridge:
                 contacts.apply_reactions()
         elif applied is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
             torque = self._zero_sent
-            if repeated:
+            if watch.resting:   # an exact rest: the nudge alone marks the step (`OutsideWatch.nudge`)
+                torque = torque.copy()
+                watch.nudge(torque)
+                self._send(x, torque - sent if repeated else torque)
+            elif repeated:
                 self._send(x, -sent)
         else:
             torque = applied.copy()
+            if watch.resting:   # an exact rest: a step must show (`OutsideWatch.nudge`)
+                watch.nudge(torque)
             if repeated:
                 self._send(x, torque - sent)
             elif forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints
