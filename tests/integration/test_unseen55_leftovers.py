@@ -9,6 +9,11 @@ against.
 2. Arrays handed to `set_parameter`, and arrays inside lists, dicts and dataclasses of an element, stay the
    caller's / writable: a later in-place write changed a built element silently (oracle: the closed form of the
    element's force with the values it was built with).
+3. A rigid tendon on a path shorter than its slack length pulled with a stretched fiber (oracle: OpenSim 4.6's
+   Millard, T = 0; its Manager over a run in which a conditional path point drops the path below l_s — what
+   "conditional points switching in runs part the engines" was). OpenSim's DeGroote pushes there: documented.
+4. (tests/validation/test_unseen50_muscle_class.py) its runs now leave out only a compliant DeGroote fiber at its
+   shortest, the documented difference, instead of every fiber below 0.2 l₀.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ from biobullet.forces import ForceElement  # noqa: E402
 from biobullet.functions.expression import ExpressionFunction  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
 from test_unseen33_bridge_clock import client  # noqa: E402,F401  (a DIRECT client at the models' gravity)
+from muscle_models import opensim_pinned_arm  # noqa: E402
 
 MASS, STIFFNESS, DT = 2.0, 1e5, 1e-3
 #: critically damped Kelvin–Voigt: the ball settles on its contact within ≈ 0.1 s
@@ -150,3 +156,112 @@ def test_an_expression_functions_parameters_are_read_only():
         assert other.parameters == {"k": 1.5}
         with pytest.raises(FrozenParameterError):
             other.parameters.update(k=2.0)
+
+
+# --------------------------------------------------------------------------------------------------- 3. muscles
+def _rigid_arm(osim, path: str, kind: str, slack: float, via: bool) -> None:
+    """The pinned arm of the muscle tests (OpenSim 4.6's API) under gravity along −y, started at 0.6 rad, with one
+    rigid-tendon muscle (F₀ 300 N, l₀ 0.1 m, α₀ 0.3 rad, slack length `slack`) from the ground to the arm;
+    `via`: over a ConditionalPathPoint on the arm, on the path while the elbow is below 0.8 rad (a detour: the path
+    0.563 m at 0.6 rad, 0.293 m without it at 0.81 rad)."""
+    model, arm = opensim_pinned_arm(osim)
+    model.setGravity(osim.Vec3(0, -9.80665, 0))
+    if kind == "millard":
+        muscle = osim.Millard2012EquilibriumMuscle("m", 300.0, 0.1, slack, 0.3)
+    else:
+        muscle = osim.DeGrooteFregly2016Muscle()
+        muscle.setName("m")
+        muscle.set_max_isometric_force(300.0)
+        muscle.set_optimal_fiber_length(0.1)
+        muscle.set_tendon_slack_length(slack)
+        muscle.set_pennation_angle_at_optimal(0.3)
+    muscle.set_ignore_tendon_compliance(True)
+    muscle.addNewPathPoint("origin", model.getGround(), osim.Vec3(0.05, 0.1, 0))
+    if via:
+        point = osim.ConditionalPathPoint()
+        point.setName("via")
+        point.setParentFrame(arm)
+        point.set_location(osim.Vec3(0.3, -0.1, 0))
+        point.setCoordinate(model.getCoordinateSet().get("elbow_coord_0"))
+        point.setRangeMin(-3.0)
+        point.setRangeMax(0.8)
+        muscle.updGeometryPath().updPathPointSet().adoptAndAppend(point)
+    muscle.addNewPathPoint("insertion", arm, osim.Vec3(0.03, -0.25, 0))
+    model.addForce(muscle)
+    coordinate = model.getCoordinateSet().get("elbow_coord_0")
+    coordinate.setDefaultValue(0.6)
+    coordinate.setRangeMin(-3.0)
+    coordinate.setRangeMax(3.0)
+    model.finalizeConnections()
+    model.printToXML(path)
+
+
+@pytest.mark.parametrize("slack", [0.35, 0.4])
+def test_a_rigid_millard_tendon_on_a_path_shorter_than_its_slack_length_is_slack(tmp_path, slack):
+    """A rigid-tendon Millard muscle whose path (0.3117 m at 0.6 rad) is shorter than its tendon slack length:
+    OpenSim 4.6 holds the fiber at its shortest, T = 0. Before, ours took the fiber sqrt(h² + (l − l_s)²) long —
+    stretched as the path shortened — and pulled (5.2 N at l_s = 0.35 m, 140 N at 0.4 m)."""
+    import biobullet
+    from muscle_models import load_quietly
+    from opensim_oracle import import_opensim
+    osim = import_opensim()
+    path = str(tmp_path / "rigid.osim")
+    _rigid_arm(osim, path, "millard", slack, via=False)
+    reference = osim.Model(path)
+    muscle = reference.getMuscles().get(0)
+    state = reference.initSystem()
+    muscle.setActivation(state, 0.5)
+    reference.realizeDynamics(state)
+    run = biobullet.simulate(load_quietly(path), 1e-6, initial=(np.array([0.6]), np.zeros(1)), excitations={"m": 0.5},
+                             activations={"m": 0.5}, t_eval=[0.0], progress=False)
+    ours = {key: run.muscles[key][0][0] for key in ("length", "tendon_force", "fiber_length", "cos_pennation")}
+    assert ours["length"] < slack and ours["length"] == pytest.approx(muscle.getLength(state), abs=1e-12)
+    assert ours["tendon_force"] == muscle.getTendonForce(state) == 0.0
+    assert ours["fiber_length"] == pytest.approx(muscle.getFiberLength(state), abs=1e-12)
+    assert ours["cos_pennation"] == pytest.approx(muscle.getCosPennationAngle(state), abs=1e-12)
+
+
+def test_a_conditional_point_leaving_a_rigid_path_below_its_slack_length_agrees_with_opensims_manager(tmp_path):
+    """The arm swings through the elbow's 0.8 rad, where a ConditionalPathPoint leaves the path of a rigid-tendon
+    Millard muscle and the path drops below the tendon slack length (0.55 → 0.29 m, l_s 0.47 m): the tendon goes
+    slack. Ours (rtol 1e-10) against OpenSim 4.6's Manager (accuracy 1e-10) over 0.3 s: the elbow within 1e-6 rad.
+    Before, ours parted at the switch (the fiber stretched and pulling: the note's "conditional path points
+    switching in runs part the engines"; a switch that keeps the path above l_s, or a compliant tendon, agreed to
+    3e-10 rad)."""
+    import biobullet
+    from muscle_models import load_quietly, opensim_run
+    from opensim_oracle import import_opensim
+    osim = import_opensim()
+    path = str(tmp_path / "conditional.osim")
+    _rigid_arm(osim, path, "millard", 0.47, via=True)
+    run = biobullet.simulate(load_quietly(path), 0.3, initial=(np.array([0.6]), np.zeros(1)), excitations={"m": 0.3},
+                             activations={"m": 0.3}, rtol=1e-10, atol=1e-12, t_eval=np.linspace(0.0, 0.3, 301),
+                             progress=False)
+    _, coordinates, _ = opensim_run(osim, path, 0.3, 0.3, 0.3)
+    assert run.q[:, 0].max() > 0.8 + 1e-3   # (the switch happened)
+    assert abs(run.q[-1, 0] - coordinates["elbow_coord_0"][0]) <= 1e-6
+
+
+def test_a_rigid_degroote_tendon_on_a_path_shorter_than_its_slack_length_transmits_nothing(tmp_path):
+    """The same with a rigid-tendon DeGroote muscle (l_s 0.35 m, path 0.312 m): the slack tendon transmits nothing,
+    T = 0, the fiber at its shortest h = l₀ sin α₀ across the tendon (cos α = 0). Before, ours pulled 140 N with a
+    stretched fiber. OpenSim 4.6 continues DeGroote's formula past l = l_s — cos α = (l − l_s)/l_M < 0, a turned
+    fiber — and pushes: the documented difference (docs/muscles.md), asserted here so that a change of it is seen."""
+    import biobullet
+    from muscle_models import load_quietly
+    from opensim_oracle import import_opensim
+    osim = import_opensim()
+    path = str(tmp_path / "rigid_degroote.osim")
+    _rigid_arm(osim, path, "degroote", 0.35, via=False)
+    reference = osim.Model(path)
+    muscle = reference.getMuscles().get(0)
+    state = reference.initSystem()
+    muscle.setActivation(state, 0.5)
+    reference.realizeDynamics(state)
+    run = biobullet.simulate(load_quietly(path), 1e-6, initial=(np.array([0.6]), np.zeros(1)), excitations={"m": 0.5},
+                             activations={"m": 0.5}, t_eval=[0.0], progress=False)
+    assert run.muscles["length"][0][0] == pytest.approx(muscle.getLength(state), abs=1e-12)
+    assert run.muscles["length"][0][0] < 0.35
+    assert run.muscles["tendon_force"][0][0] == 0.0 and run.muscles["cos_pennation"][0][0] == 0.0
+    assert run.muscles["fiber_length"][0][0] == pytest.approx(0.1 * math.sin(0.3), abs=1e-15)
+    assert muscle.getCosPennationAngle(state) < 0.0 and muscle.getTendonForce(state) < -1.0   # (OpenSim pushes)
