@@ -27,13 +27,13 @@ import pytest
 
 pybullet = pytest.importorskip("pybullet")
 
-from biobullet.bridge import Bridge  # noqa: E402
 from biobullet.contact.testbed import ball_urdf, drop_urdf  # noqa: E402
 from biobullet.core.frozen import FrozenParameterError, set_parameter  # noqa: E402
 from biobullet.forces import ForceElement  # noqa: E402
 from biobullet.functions.expression import ExpressionFunction  # noqa: E402
 from biobullet.loader import load_text  # noqa: E402
 from test_unseen33_bridge_clock import client  # noqa: E402,F401  (a DIRECT client at the models' gravity)
+from test_unseen54_leftovers import skipped_run  # noqa: E402
 from muscle_models import opensim_pinned_arm  # noqa: E402
 
 MASS, STIFFNESS, DT = 2.0, 1e5, 1e-3
@@ -53,18 +53,9 @@ def test_a_frame_skip_that_settles_on_a_contact_keeps_pybullets_clock(client, tm
         model, initial = load_text(ball_urdf(CRITICAL, mass=MASS), tmp_path), {"base_z": 0.11}
     else:
         model, initial = load_text(drop_urdf(CRITICAL, radius=0.05, mass=MASS), tmp_path), {"drop": 0.06}
-    applies = 600 // steps
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # (the frame skip's own warning)
-        with Bridge(model, client, dt=DT, initial=initial) as bridge:
-            for _ in range(applies):
-                bridge.apply()
-                for _ in range(steps):
-                    pybullet.stepSimulation(physicsClientId=client)
-            bridge.apply()   # (reads the last calls' steps; its own dt is the coming step's)
-            clock = bridge.time - bridge.dt
-            _, x, _ = bridge.state()
-    pybullet_time = applies * steps * pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"]
+        clock, pybullet_time, x = skipped_run(client, model, initial, 600 // steps, steps, DT)
     assert abs(clock - pybullet_time) <= 1e-9, (clock, pybullet_time)
     # it did settle on the contact (the case meant): the contact acts in one step of k, so its depth at the apply()
     # is about k m g / K (not the static m g / K)
@@ -196,17 +187,12 @@ def _rigid_arm(osim, path: str, kind: str, slack: float, via: bool) -> None:
     model.printToXML(path)
 
 
-@pytest.mark.parametrize("slack", [0.35, 0.4])
-def test_a_rigid_millard_tendon_on_a_path_shorter_than_its_slack_length_is_slack(tmp_path, slack):
-    """A rigid-tendon Millard muscle whose path (0.3117 m at 0.6 rad) is shorter than its tendon slack length:
-    OpenSim 4.6 holds the fiber at its shortest, T = 0. Before, ours took the fiber sqrt(h² + (l − l_s)²) long —
-    stretched as the path shortened — and pulled (5.2 N at l_s = 0.35 m, 140 N at 0.4 m)."""
+def _at_start(osim, path: str):
+    """(OpenSim's model — kept alive by the caller: its muscle and state live in it —, its muscle, its state realized
+    at the default pose with activation 0.5, our run's trajectory at t = 0 from the same pose) of the one-muscle
+    file `path`."""
     import biobullet
     from muscle_models import load_quietly
-    from opensim_oracle import import_opensim
-    osim = import_opensim()
-    path = str(tmp_path / "rigid.osim")
-    _rigid_arm(osim, path, "millard", slack, via=False)
     reference = osim.Model(path)
     muscle = reference.getMuscles().get(0)
     state = reference.initSystem()
@@ -214,6 +200,19 @@ def test_a_rigid_millard_tendon_on_a_path_shorter_than_its_slack_length_is_slack
     reference.realizeDynamics(state)
     run = biobullet.simulate(load_quietly(path), 1e-6, initial=(np.array([0.6]), np.zeros(1)), excitations={"m": 0.5},
                              activations={"m": 0.5}, t_eval=[0.0], progress=False)
+    return reference, muscle, state, run
+
+
+@pytest.mark.parametrize("slack", [0.35, 0.4])
+def test_a_rigid_millard_tendon_on_a_path_shorter_than_its_slack_length_is_slack(tmp_path, slack):
+    """A rigid-tendon Millard muscle whose path (0.3117 m at 0.6 rad) is shorter than its tendon slack length:
+    OpenSim 4.6 holds the fiber at its shortest, T = 0. Before, ours took the fiber sqrt(h² + (l − l_s)²) long —
+    stretched as the path shortened — and pulled (5.2 N at l_s = 0.35 m, 140 N at 0.4 m)."""
+    from opensim_oracle import import_opensim
+    osim = import_opensim()
+    path = str(tmp_path / "rigid.osim")
+    _rigid_arm(osim, path, "millard", slack, via=False)
+    _reference, muscle, state, run = _at_start(osim, path)
     ours = {key: run.muscles[key][0][0] for key in ("length", "tendon_force", "fiber_length", "cos_pennation")}
     assert ours["length"] < slack and ours["length"] == pytest.approx(muscle.getLength(state), abs=1e-12)
     assert ours["tendon_force"] == muscle.getTendonForce(state) == 0.0
@@ -247,19 +246,11 @@ def test_a_rigid_degroote_tendon_on_a_path_shorter_than_its_slack_length_transmi
     T = 0, the fiber at its shortest h = l₀ sin α₀ across the tendon (cos α = 0). Before, ours pulled 140 N with a
     stretched fiber. OpenSim 4.6 continues DeGroote's formula past l = l_s — cos α = (l − l_s)/l_M < 0, a turned
     fiber — and pushes: the documented difference (docs/muscles.md), asserted here so that a change of it is seen."""
-    import biobullet
-    from muscle_models import load_quietly
     from opensim_oracle import import_opensim
     osim = import_opensim()
     path = str(tmp_path / "rigid_degroote.osim")
     _rigid_arm(osim, path, "degroote", 0.35, via=False)
-    reference = osim.Model(path)
-    muscle = reference.getMuscles().get(0)
-    state = reference.initSystem()
-    muscle.setActivation(state, 0.5)
-    reference.realizeDynamics(state)
-    run = biobullet.simulate(load_quietly(path), 1e-6, initial=(np.array([0.6]), np.zeros(1)), excitations={"m": 0.5},
-                             activations={"m": 0.5}, t_eval=[0.0], progress=False)
+    _reference, muscle, state, run = _at_start(osim, path)
     assert run.muscles["length"][0][0] == pytest.approx(muscle.getLength(state), abs=1e-12)
     assert run.muscles["length"][0][0] < 0.35
     assert run.muscles["tendon_force"][0][0] == 0.0 and run.muscles["cos_pennation"][0][0] == 0.0

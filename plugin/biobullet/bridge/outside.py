@@ -575,12 +575,13 @@ class OutsideWatch:
         JUMP_TOLERANCE) and no loops whose clean steps `observe` measures."""
         return self.armed and self.weight == 1.0 and not self.loops
 
-    def clean(self, peaks: np.ndarray) -> None:
+    def clean(self, peaks: np.ndarray) -> bool:
         """`observe` of a state the rows kernel found a clean step (`_clean_step_py`; peaks: its max |ẋ|, max |x|):
-        the record of this apply(), nothing else to do."""
+        the record of this apply(), nothing else to do. Returns `resting` (the caller then nudges, `nudge`)."""
         self.repeated = self.jumped = False
         self.peak_v, self.peak = peak_v, peak_x = peaks.tolist()
-        self.resting = self.bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+        self.resting = resting = self.bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+        return resting
 
     def sent(self, x, xd, xdd=None) -> None:
         """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references); mark a
