@@ -563,8 +563,10 @@ class OutsideWatch:
         return steps
 
     def disarm(self) -> None:
-        """Forget the last step (after a reset by the bridge: nothing to compare with)."""
+        """Forget the last step (after a reset by the bridge: nothing to compare with); the nudges start again with
+        the same sign (a run after a reset repeats the run before it bit for bit)."""
         self.armed = self.jumped = self.resting = False
+        self._nudge_sign = 1.0
         self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
