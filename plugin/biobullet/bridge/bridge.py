@@ -1314,13 +1314,13 @@ class Bridge:
                     resting = watch.resting
             else:
                 x, xd = self._read()
-                repeated = watch.check_runaway(x, xd) if watch.armed else watch.unarmed(x, xd)
+                repeated = watch.armed and watch.check_runaway(x, xd)
                 resting = watch.resting
         else:
             torque = contacts.torques()   # a new array; reads the state (kept in state_read) unless it needs
             state = contacts.state_read   # PyBullet's geometry
             x, xd = state if state is not None else self._read()
-            repeated = watch.check_runaway(x, xd) if watch.armed else watch.unarmed(x, xd)
+            repeated = watch.armed and watch.check_runaway(x, xd)
             resting = watch.resting
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
             self.time -= self.dt

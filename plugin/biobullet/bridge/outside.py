@@ -599,13 +599,6 @@ class OutsideWatch:
         the bridge added (`nudge`)."""
         self.marked, self._nudged = "nudge" if self._nudged else "", False
 
-    def unarmed(self, x: np.ndarray, xd: np.ndarray) -> bool:
-        """The first apply() after a reset (nothing to compare with): whether its state is at an exact rest
-        (`resting`: the bridge then nudges its step, `nudge`). Returns False (not a repeated apply())."""
-        self.resting = self.bridge.dt * float(np.abs(xd).max(initial=0.0)) \
-            <= REST_BITS * (1.0 + float(np.abs(x[self.jb:]).max(initial=0.0)))
-        return False
-
     def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:
         """Check the state read at the start of apply() against the last step; x and ẋ are updated in place when
         they are projected back onto the rows. Returns True for a new step whose (x, ẋ) it left as read (False:
@@ -615,7 +608,7 @@ class OutsideWatch:
             self.peak = np.inf
             if self.written is not None:
                 self._first_look(x, xd)
-            return self.unarmed(x, xd)
+            return False
         bridge = self.bridge
         xdd = self.xdd
         jump_tolerance = JUMP_TOLERANCE
