@@ -31,6 +31,20 @@ BOUNCE = drop_urdf({"normal_law": "hu_guo", "stiffness": "1e5", "restitution": "
                    name="unseen54_bounce")
 
 
+def skipped_run(client, model, initial, applies: int, steps: int, dt: float = DT):
+    """(the bridge's clock, PyBullet's clock — the calls made × the client's fixedTimeStep —, the bridge's last
+    state x) after `applies` apply() calls each followed by `steps` stepSimulation() calls."""
+    with Bridge(model, client, dt=dt, initial=initial) as bridge:
+        for _ in range(applies):
+            bridge.apply()
+            for _ in range(steps):
+                pybullet.stepSimulation(physicsClientId=client)
+        bridge.apply()   # (reads the last calls' steps; its own dt is the coming step's)
+        clock = bridge.time - bridge.dt
+        _, x, _ = bridge.state()
+    return clock, applies * steps * pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"], x
+
+
 @pytest.mark.parametrize("text, initial, steps, applies", [
     (BALL, {"base_z": 30.0}, 2, 300), (BALL, {"base_z": 30.0}, 3, 200), (SPRUNG, None, 2, 250),
     (BOUNCE, {"drop": 0.3}, 2, 300)], ids=["ball-2", "ball-3", "sprung-2", "bounce-2"])
@@ -44,14 +58,7 @@ def test_the_clock_counts_a_frame_skip_on_a_model_without_rows(client, tmp_path:
     model = load_text(text, tmp_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with Bridge(model, client, dt=DT, initial=initial) as bridge:
-            for _ in range(applies):
-                bridge.apply()
-                for _ in range(steps):
-                    pybullet.stepSimulation(physicsClientId=client)
-            bridge.apply()   # (reads the last calls' steps; its own dt is the coming step's)
-            clock = bridge.time - bridge.dt
-    pybullet_time = applies * steps * pybullet.getPhysicsEngineParameters(physicsClientId=client)["fixedTimeStep"]
+        clock, pybullet_time, _ = skipped_run(client, model, initial, applies, steps)
     said = [str(w.message) for w in caught if issubclass(w.category, CouplingWarning)]
     assert len(said) == 1 and f"stepSimulation() ran {steps} times" in said[0], said
     assert abs(clock - pybullet_time) <= 1e-9, (clock, pybullet_time)

@@ -1170,10 +1170,13 @@ class Bridge:
             torque = torque - muscles.body_torque
             self._send(x, torque - sent if repeated else torque)
             muscles.send(sent_wrenches if repeated else None)
-        elif torque is None and not repeated:   # nothing acts: nothing to send (PyBullet clears joint torques after
-            torque = self.last_torque = self._zero_sent   # every step)
+        elif torque is None and not repeated and not watch.resting:   # nothing acts: nothing to send (PyBullet
+            torque = self.last_torque = self._zero_sent   # clears joint torques after every step)
         else:
             torque = self._zero_sent if torque is None else torque
+            if watch.resting:   # an exact rest: a step must show (`OutsideWatch.nudge`; the stages' arrays kept)
+                torque = torque.copy()
+                watch.nudge(torque)
             # a repeated apply(): PyBullet adds TORQUE_CONTROL torques (and external forces) up until its step, so
             # the difference makes the step's torque this apply()'s
             self._send(x, torque - sent if repeated else torque)
@@ -1219,7 +1222,8 @@ class Bridge:
                                    prev_xdd, JUMP_TOLERANCE)
         if status == UNWATCHED:
             return None
-        watch.clean(self._peaks)
+        if watch.clean(self._peaks):   # an exact rest: `apply` nudges the step (`OutsideWatch.nudge`)
+            return None
         stage = self.forces
         if elements and not self._kernel_forces_only and not (watch.peak < stage.idle_below
                                                               and stage.generation == added_generation()):
@@ -1268,11 +1272,12 @@ class Bridge:
             if status == UNWATCHED:   # nothing solved: the watch looks (`observe`), then the stage solves
                 watch.observe(x, xd)
                 return None, x, xd
-            watch.clean(self._peaks)
+            if watch.clean(self._peaks):   # an exact rest: `apply` nudges the step (`OutsideWatch.nudge`)
+                return None, x, xd
         else:
             status = self._read_rows(self._read_address, self.map.raw_state(), torque, self.time, x, xd, xdd, out,
                                      x, xd, xdd, -1.0)
-            if not watch.observe(x, xd):
+            if not watch.observe(x, xd) or watch.resting:   # (an exact rest: as above)
                 return None, x, xd
         forces = self.forces
         if not (watch.peak < forces.idle_below and forces.generation == added_generation()) \
@@ -1325,18 +1330,21 @@ class Bridge:
                 x, xd = np.empty(self._n_config), np.empty(self._out_n)
                 if entry(self._plain_address, self.map.raw_state(), x, xd, watch.prev_x, watch.prev_v, self.dt, 1.0,
                          JUMP_TOLERANCE):   # a moving body's step: the watch's record of it
-                    watch.clean(self._peaks)
+                    resting = watch.clean(self._peaks)   # (a local: no attribute read on this path)
                     repeated = False
                 else:   # the watch looks at the state
                     repeated = watch.check_runaway(x, xd)
+                    resting = watch.resting
             else:
                 x, xd = self._read()
                 repeated = watch.armed and watch.check_runaway(x, xd)
+                resting = watch.resting
         else:
             torque = contacts.torques()   # a new array; reads the state (kept in state_read) unless it needs
             state = contacts.state_read   # PyBullet's geometry
             x, xd = state if state is not None else self._read()
             repeated = watch.armed and watch.check_runaway(x, xd)
+            resting = watch.resting
         if repeated:   # apply() again before stepSimulation(): it replaces the last one (see `apply`)
             self.time -= self.dt
             sent = self.last_torque.copy()
@@ -1349,17 +1357,23 @@ class Bridge:
         if torque is not None:   # the contacts' τ (a new array), and the force elements'
             if applied is not None:
                 torque += applied
-            if watch.resting:   # an exact rest: a step must show (`OutsideWatch.nudge`)
+            if resting:   # an exact rest: a step must show (`OutsideWatch.nudge`)
                 watch.nudge(torque)
             self._send(x, torque - sent if repeated else torque)
             if not repeated:   # (the same state: its reactions are sent)
                 contacts.apply_reactions()
         elif applied is None:   # nothing acts: nothing to send (PyBullet clears joint torques after every step)
             torque = self._zero_sent
-            if repeated:
+            if resting:   # an exact rest: the nudge alone marks the step (`OutsideWatch.nudge`)
+                torque = torque.copy()
+                watch.nudge(torque)
+                self._send(x, torque - sent if repeated else torque)
+            elif repeated:
                 self._send(x, -sent)
         else:
             torque = applied.copy()
+            if resting:   # an exact rest: a step must show (`OutsideWatch.nudge`)
+                watch.nudge(torque)
             if repeated:
                 self._send(x, torque - sent)
             elif forces.joint_only:   # τ on the 1-DOF joints alone: no base wrench, nothing for spherical joints

@@ -388,7 +388,7 @@ class OutsideWatch:
         #: up TORQUE_CONTROL torques until its next step, so `Bridge.apply` then sends only the difference
         self.repeated = False
         #: max |ẋ| of the state checked in this apply() (inf when unknown) and whether it is at an exact rest
-        #: (REST_BITS): `Bridge._apply_plain` then nudges the torque it sends (`nudge`)
+        #: (REST_BITS) or in a recognised frame skip: the bridge then nudges the torque it sends (`nudge`)
         self.peak_v = np.inf
         self.resting = False
         #: how the last step at an exact rest was marked (`sent`): "nudge" — its torque sent with a NUDGE; "" — not
@@ -396,11 +396,10 @@ class OutsideWatch:
         self.marked = ""
         self._nudged = False
         self._nudge_sign = 1.0
-        # (the steps at an exact rest on the plain path, `Bridge._apply_plain`, are marked by a nudge, `nudge`. It
-        # does not show where a joint's own forces cancel it to the last bit — a pendulum hanging straight down — or
-        # on the paths with rows — a chain held by motors: those steps are not marked. A force-torque sensor as the
-        # mark was dropped: switched on, it cannot be told from a user's and switched off again (PyBullet has no
-        # getter), and it slowed every later stepSimulation() by up to 20 %, humanoid.urdf 38 → 47 µs)
+        # (the steps at an exact rest, and of a recognised frame skip, are marked by a nudge, `nudge`, on every path
+        # but the muscles'. A force-torque sensor as the mark was dropped: switched on, it cannot be told from a
+        # user's and switched off again (PyBullet has no getter), and it slowed every later stepSimulation() by up to
+        # 20 %, humanoid.urdf 38 → 47 µs; PyBullet has no step counter to read)
         #: True when this apply() found the state jumped since the last step (a reset or restoreState between two
         #: apply() calls; not a changed time step): the contacts start again from it (`BridgeContacts.after_jump`)
         self.jumped = False
@@ -477,6 +476,11 @@ class OutsideWatch:
                 self._name_skipped(steps, "its force elements and contacts did not act there")
         if steps >= 2:   # PyBullet's clock ran them (before, one per apply(): a dropped ball 0.3 s where it was 0.6 s)
             bridge.time += (steps - 1) * bridge.dt
+            # and the coming step is nudged (`nudge`): k steps can end on the state they started from bit for bit (a
+            # ball settled on its contact, the contact in one step of two), which reads as a repeated apply() — a
+            # ball on a prismatic joint was taken so twice in 0.6 s (the clock 4 ms behind PyBullet's, the contact
+            # force missing from two steps); a nudged step cannot end there
+            self.resting = True
         # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
         self.jumped = length is None and not changed and self._reset(x, xd)
         self._stops_after_reset(x)
@@ -503,9 +507,8 @@ class OutsideWatch:
         the marks a step at an exact rest, where forces balance to the last bit, could not be told from a
         repeat and was taken for a step: a repeated apply() advanced the clock again (arm7 at rest without gravity,
         apply() twice per step: 5.0 s where PyBullet was at 3.0 s) and sent the step's forces twice (a ball resting
-        on its contact 14 times in 2000 steps). Not every such step carries the mark (see `nudge`): at an exact rest
-        where the forces balance to the last bit (a pendulum hanging straight down, a chain held by motors) a
-        repeated apply() is still taken for a step; with nothing sent that is named once (`BridgeWarning`).
+        on its contact 14 times in 2000 steps). The muscle path's steps carry no mark (see `nudge`): at an exact rest
+        there a repeated apply() is still taken for a step; with nothing sent that is named once (`BridgeWarning`).
         Called only when the state is unchanged."""
         dt = self.bridge.dt
         if dt * float(np.abs(xd).max(initial=0.0)) > REST_BITS * (1.0 + float(np.abs(x).max())):
@@ -534,8 +537,10 @@ class OutsideWatch:
                       "apply() once per stepSimulation() (or use bridge.step())", BridgeWarning, stacklevel=5)
 
     def nudge(self, torque: np.ndarray) -> None:
-        """Add this step's NUDGE to `torque` (in place; a new array the caller sends) at an exact rest of a body
-        without a 1-DOF joint (`resting`, `marked`): what marks the step for the next apply()."""
+        """Add this step's NUDGE to `torque` (in place; a new array the caller sends) at an exact rest or in a
+        recognised frame skip (`resting`, `marked`): what marks the step for the next apply() (every path but the
+        muscles'; before, a pendulum hanging straight down with nothing sent, and the paths with rows, were not
+        marked: a repeated apply() there was taken for a step)."""
         if not self.repeated:   # (a repeated apply() replaces the last one: its step keeps that sign)
             self._nudge_sign = -self._nudge_sign
         torque[0] += self._nudge_sign * NUDGE * (1.0 + float(np.abs(torque).max()))
@@ -565,8 +570,10 @@ class OutsideWatch:
         return steps
 
     def disarm(self) -> None:
-        """Forget the last step (after a reset by the bridge: nothing to compare with)."""
+        """Forget the last step (after a reset by the bridge: nothing to compare with); the nudges start again with
+        the same sign (a run after a reset repeats the run before it bit for bit)."""
         self.armed = self.jumped = self.resting = False
+        self._nudge_sign = 1.0
         self.peak = np.inf
 
     # ------------------------------------------------------------------ per step
@@ -577,12 +584,13 @@ class OutsideWatch:
         JUMP_TOLERANCE) and no loops whose clean steps `observe` measures."""
         return self.armed and self.weight == 1.0 and not self.loops
 
-    def clean(self, peaks: np.ndarray) -> None:
+    def clean(self, peaks: np.ndarray) -> bool:
         """`observe` of a state the rows kernel found a clean step (`_clean_step_py`; peaks: its max |ẋ|, max |x|):
-        the record of this apply(), nothing else to do."""
+        the record of this apply(), nothing else to do. Returns `resting` (the caller then nudges, `nudge`)."""
         self.repeated = self.jumped = False
         self.peak_v, self.peak = peak_v, peak_x = peaks.tolist()
-        self.resting = self.bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+        self.resting = resting = self.bridge.dt * peak_v <= REST_BITS * (1.0 + peak_x)
+        return resting
 
     def sent(self, x, xd, xdd=None) -> None:
         """Record the step the bridge just sent: its state and, when the solve gave one, ẍ (references); mark a
@@ -595,10 +603,7 @@ class OutsideWatch:
 
     def _mark(self, x, xd) -> None:
         """Mark the step just sent when it starts at an exact rest (`_step_moves` reads the mark): the nudge
-        `Bridge._apply_plain` added (`nudge`)."""
-        if not self.armed:   # (the first apply() after a reset was not checked: is it at rest?)
-            self.resting = self.bridge.dt * float(np.abs(xd).max(initial=0.0)) \
-                <= REST_BITS * (1.0 + float(np.abs(x[self.jb:]).max(initial=0.0)))
+        the bridge added (`nudge`)."""
         self.marked, self._nudged = "nudge" if self._nudged else "", False
 
     def observe(self, x: np.ndarray, xd: np.ndarray) -> bool:

@@ -118,11 +118,16 @@ def _muscle_force_py(model, curves, muscle, length, speed, activation, fiber_len
         tension = tendon_force * top
         along_speed = fiber_speed / cos_alpha
     else:
-        along = length - slack
+        # a path shorter than the tendon slack length (l < l_s): the rigid tendon is slack and the fiber held at its
+        # shortest, at rest — OpenSim 4.6's Millard (T = 0). Before, the fiber was taken sqrt(h² + (l − l_s)²) long,
+        # stretched as the path shortened, and pulled (146 N where OpenSim's Millard gives 0; a conditional point
+        # leaving a rigid DeGroote path 0.18 m below its slack length pulled 14.7 kN). OpenSim's DeGroote flips the
+        # fiber there (cos α < 0) and pushes: docs/muscles.md
+        along = max(length - slack, 0.0)
         height = optimal * math.sin(muscle[PENNATION])
         cos_alpha, fiber = pennation_py(model, curves, muscle, math.sqrt(height * height + along * along))
         tendon = length - fiber * cos_alpha
-        fiber_speed = speed * cos_alpha
+        fiber_speed = speed * cos_alpha if along > 0.0 else 0.0
         normalized = fiber / optimal
         velocity = fiber_speed / (muscle[V_MAX] * optimal)
         fiber_force = (activation * active_force_length_py(model, curves, normalized)
