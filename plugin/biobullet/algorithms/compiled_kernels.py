@@ -606,8 +606,7 @@ tree_energies = jit.lazy(_tree_energies_py, bind=_tree_dynamics_bindings)
 
 
 def tree_dynamics_kernel():
-    """The compiled `_tree_dynamics_py` (`_tree_dynamics_into_py` inlined, with `_place_body`, `_is_anchor` and
-    `_anchor_body` bound)."""
+    """The compiled `_tree_dynamics_py` (calling the one compiled `_tree_dynamics_into_py`)."""
     return jit.compiled(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)
 
 
@@ -620,8 +619,9 @@ def tree_dynamics_into_kernel():
 
 
 def _tree_dynamics_wrapper_bindings() -> dict:
-    return {**_tree_dynamics_bindings(),
-            "_tree_into": jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings, inline=True)}
+    # (called, not inlined: inlined, the tree kernel was compiled a second time inside this wrapper, ≈ 3 s of CPU;
+    # it returns no array, so a caller with numba's runtime may call its runtime-free form)
+    return {"_tree_into": tree_dynamics_into_kernel()}
 
 
 tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)
