@@ -212,7 +212,8 @@ def _tree_dynamics_py(meta, body, x, xd, xdd, gravity, n_tangent, need_mass, nee
             np.empty((2, 3, 3)), np.zeros((n_tangent, n_tangent)), np.zeros(n_tangent),
             np.empty((3, nb if need_bias else 0, 6)),   # (as `tree_work`, the bias pass's motion only if asked)
             np.zeros(x.shape[0] + 1))
-    return _tree_into(meta, body, x, xd, xdd, gravity, need_mass, need_bias, has_xdd, work)
+    _tree_into(meta, body, x, xd, xdd, gravity, need_mass, need_bias, has_xdd, work)
+    return work[5], work[6]
 
 
 def tree_work(nb: int, n_tangent: int, n_config: int) -> tuple:
@@ -235,7 +236,9 @@ def _tree_dynamics_into_py(meta, body, x, xd, xdd, gravity, need_mass, need_bias
     composite inertias are sums of those numbers (1.4× faster per call than 6 × 6 matrices on the 14-joint
     shoulder). Into the arrays of `work` (`tree_work`: a caller that evaluates one tree again and again — the
     pipeline's Data — allocates them once; an allocation costs ≈ 0.035 µs, eight of them a third of a small tree's
-    call); M and h are two of them, returned. The bodies' placements and inertias are computed only where x is not
+    call); M and h are two of them (work[5], work[6]), not returned: a kernel that returns arrays must count
+    references on them, and this one is called by runtime-free kernels and by the right-hand side alike (one compiled
+    form, `tree_dynamics_into_kernel`). The bodies' placements and inertias are computed only where x is not
     the last call's, entry by entry (`placed_at`: M then h at one state — a control loop's τ = M a + h, the public
     calls' pair — places the bodies once; a run's states never repeat, the test costs n_config comparisons)."""
     nb = meta.shape[0]
@@ -384,7 +387,6 @@ def _tree_dynamics_into_py(meta, body, x, xd, xdd, gravity, need_mass, need_bias
             if parent >= 0:
                 for a in range(6):
                     forces[parent, a] += forces[i, a]
-    return mass, tau
 
 
 def _project_upper_py(mass, h, g):
@@ -604,21 +606,22 @@ tree_energies = jit.lazy(_tree_energies_py, bind=_tree_dynamics_bindings)
 
 
 def tree_dynamics_kernel():
-    """The compiled `_tree_dynamics_py` (`_tree_dynamics_into_py` inlined, with `_place_body`, `_is_anchor` and
-    `_anchor_body` bound)."""
+    """The compiled `_tree_dynamics_py` (calling the one compiled `_tree_dynamics_into_py`)."""
     return jit.compiled(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)
 
 
-def tree_dynamics_into_kernel(nrt: bool = True):
-    """The compiled `_tree_dynamics_into_py` (the pipeline's, into its Data's `tree_work`); `nrt` False: without
-    numba's runtime, for the public calls' forward kernel, whose work arrays are borrowed (M and h are returned
-    with no reference taken)."""
-    return jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings, nrt=nrt)
+def tree_dynamics_into_kernel():
+    """The compiled `_tree_dynamics_into_py` (the pipeline's, into its Data's `tree_work`), without numba's runtime:
+    it allocates nothing and returns nothing, so one compiled form serves the public calls' forward kernel (itself
+    runtime-free, its work arrays borrowed) and the right-hand side (whose arrays the caller holds) — two forms,
+    with and without the runtime, cost ≈ 2.8 s of compile CPU each and gave the same numbers."""
+    return jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings, nrt=False)
 
 
 def _tree_dynamics_wrapper_bindings() -> dict:
-    return {**_tree_dynamics_bindings(),
-            "_tree_into": jit.compiled(_tree_dynamics_into_py, bind=_tree_dynamics_bindings, inline=True)}
+    # (called, not inlined: inlined, the tree kernel was compiled a second time inside this wrapper, ≈ 3 s of CPU;
+    # it returns no array, so a caller with numba's runtime may call its runtime-free form)
+    return {"_tree_into": tree_dynamics_into_kernel()}
 
 
 tree_dynamics = jit.lazy(_tree_dynamics_py, bind=_tree_dynamics_wrapper_bindings)

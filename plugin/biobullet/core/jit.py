@@ -12,7 +12,9 @@ reached through this module:
   callable of a fixed `signature` (a numba signature string); `address_caller(signature)` → a numba
   intrinsic that turns such an address (an int64 inside a kernel) back into a callable of that signature. Together
   they let one compiled kernel call any number of plug-in kernels chosen at run time — their addresses are an int64
-  array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them.
+  array argument, so the caller's machine code (and numba's on-disk cache of it) does not depend on them. A
+  library kernel that is also a `compiled` dispatcher (linked into another kernel) is reached at its dispatcher's
+  C entry for the signature (`_compiled_address`): compiled once, not as a cfunc and again as a dispatcher.
   `entry_address(kernel, *args)` → the address of a compiled kernel's own C entry, for the same kind of call.
 - `uncompiled()` → inside, this thread's entries give the uncompiled forms (a run's cold start), a kernel reached
   by address included (found by the address `function_address` gave); `resume_compiling()` ends that early.
@@ -850,8 +852,35 @@ def function_address(function: Callable, signature, *, bind: Bindings = None, pl
     return int(entry.address)
 
 
+class _KernelEntry:
+    """`function_address`'s entry of a library kernel that is also a `compiled` dispatcher: the C entry of the
+    dispatcher's overload (`_shared_address`), the dispatcher kept alive with it."""
+
+    def __init__(self, kernel: Any, address: int) -> None:
+        self.kernel, self.address = kernel, address
+
+
+def _shared_address(kernel: Any, signature) -> Any:
+    """The C entry of the dispatcher `kernel` compiled for `signature`'s argument types — numba compiles a C entry
+    beside every overload (`entry_address`) —, or None where the overload's result type is not the signature's (an
+    overload typed before, from a call, with another result): then a cfunc of its own."""
+    from numba.core import sigutils
+
+    arguments, result = sigutils.normalize_signature(signature)
+    kernel.compile(arguments if result is None else result(*arguments))
+    overload = kernel.overloads.get(tuple(arguments))
+    if overload is None or (result is not None and overload.signature.return_type != result):
+        return None
+    return _KernelEntry(kernel, int(overload.library.get_pointer_to_function(overload.fndesc.llvm_cfunc_wrapper_name)))
+
+
 def _compiled_address(function: Callable, signature, bind: Bindings, error_model: str) -> Any:
-    """`function_address`'s numba cfunc of `function` (compiled, or loaded from numba's cache)."""
+    """`function_address`'s entry of `function`: a numba cfunc (compiled, or loaded from numba's cache) — or, for a
+    library kernel that is also a `compiled` dispatcher (made by its bindings or before: the cylinder wrap, reached
+    by address for cylinders and linked into the torus wrap), that dispatcher's C entry (`_shared_address`), so it
+    is compiled once, not as a cfunc and again as a dispatcher (≈ 2–4 s of CPU). Only then: a dispatcher also
+    compiles its Python wrapper, which for a kernel of structured arguments reached only by address is work for
+    nothing."""
     from numba.core import sigutils
     from numba.core.ccallback import CFunc
 
@@ -860,6 +889,11 @@ def _compiled_address(function: Callable, signature, bind: Bindings, error_model
         bound_kernels = _bind_callees(function, bind)
     finally:
         _ERROR_MODEL.pop()
+    dispatcher = _COMPILED.get((function, False, "", error_model, True, True))
+    if dispatcher is not None and _is_library(function) and compiling():
+        shared = _shared_address(dispatcher, signature)
+        if shared is not None:
+            return shared
     target = _with_globals(function, bound_kernels)
     # (without bindings the digest is the njit form's too, whatever the signature: a function compiled both ways, or
     # for several signatures, keeps one stamp instead of each deleting the other's cache files)

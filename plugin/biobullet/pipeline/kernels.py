@@ -86,7 +86,7 @@ def forward_kernel(read_record, loops: bool = True):
     stage returns after its prologue for x = q, ẋ = v."""
     def callees() -> dict:
         return {"_READ_RECORD": read_record,
-                "_TREE": compiled_kernels.tree_dynamics_into_kernel(nrt=False),
+                "_TREE": compiled_kernels.tree_dynamics_into_kernel(),
                 "_JOINT_STATE": joint_state_kernel(inline=True, loops=loops, inline_newton=loops),
                 "_SOLVE": solve_kernel(inline=True), "_PROJECT": compiled_kernels.project_upper_into_kernel()}
     # (called from Python for ≈ 0.3 µs of work: it keeps the GIL, `core.jit.compiled`). Without numba's runtime: it

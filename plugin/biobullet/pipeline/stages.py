@@ -216,8 +216,10 @@ def forward_py(address, q, v, tau, t, want, out_vector, out_matrix):
         return 1
     if model.state_stage != CALLBACK_STATE and _JOINT_STATE(model, data, q, v, t, want != MASS) != 0:
         return 1
-    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, want != BIAS,
-                       want != MASS, bool(True), data.tree_work)
+    work = data.tree_work   # (M and h into work[5], work[6]: the tree kernel returns no array, `_TREE`)
+    _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, want != BIAS, want != MASS,
+          bool(True), work)
+    mass, bias = work[5], work[6]
     if want == ACCELERATION:
         if not _SOLVE(model, data, mass, bias, tau, out_vector):
             return 1
@@ -349,8 +351,10 @@ def rhs_py(model, data, forces, shadow_rows, y, t, out):
     if _FORCES(model, data, forces, t) != 0:
         return 1
     store_muscle_rates(forces.muscles, out, first)
-    mass, bias = _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, bool(True),
-                       bool(True), bool(True), data.tree_work)
+    work = data.tree_work   # (M and h into work[5], work[6])
+    _TREE(model.tree_meta, model.tree_body, data.x, data.xd, data.gamma, model.gravity, bool(True), bool(True),
+          bool(True), work)
+    mass, bias = work[5], work[6]
     if not _SOLVE(model, data, mass, bias, _GENERALIZED(model, data), out[nq:nq + nv]):
         return 1
     _POSITION_RATE(y, nq, model.base_q, model.base_v, model.blocks, data.x, data.xd, out)
