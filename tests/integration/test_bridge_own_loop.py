@@ -377,7 +377,7 @@ def test_every_method_after_close_raises(kuka):
              "reset": (), "reset_tree": (np.zeros(7), np.zeros(7)), "tree_mass_and_bias": (np.zeros(7), np.zeros(7)),
              "inverse_dynamics": (q, v, np.zeros(6)), "set_motor": (J2, 0.1), "clear_motor": (),
              "set_time_step": (1e-3,), "engine_parameters": (), "changed_inertias": (), "set_excitations": (),
-             "stored_bodies": ()}
+             "stored_bodies": (), "base_origin": ()}
     public = {name for name in dir(bridge) if not name.startswith("_") and callable(getattr(bridge, name))}
     assert public - {"close"} <= set(calls)
     for name, args in calls.items():

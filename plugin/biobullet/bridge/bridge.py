@@ -506,9 +506,15 @@ class Bridge:
         floating base, whose pose is in x): a body the user loaded at a basePosition (taken: the same robot in an
         inertial frame) or moved since. What the bridge places in PyBullet's world — scene contact points, muscle
         wrenches — is the model's plus this (a fixed base turned away from the world frame is refused or named)."""
+        if self.lifecycle is not None and self.lifecycle.closed:   # (per-step callers checked the client already)
+            ensure_usable(self, "base_origin")
         if self._base_local is None:
             return np.zeros(3)
-        position = self.pybullet.getBasePositionAndOrientation(self.body, physicsClientId=self.client)[0]
+        try:
+            position = self.pybullet.getBasePositionAndOrientation(self.body, physicsClientId=self.client)[0]
+        except self.pybullet.error:   # a disconnected client or a removed body: BridgeClosedError saying which
+            ensure_usable(self, "base_origin")
+            raise
         return np.asarray(position, float) - self._base_local
 
     def _follow_time_step(self, dt: float, substeps: int, checked: bool = False) -> None:
