@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from biobullet.analysis import energy, metrics, poincare
+from biobullet.analysis import metrics, poincare
 
 
 @pytest.mark.parametrize("metric", [metrics.rmse, metrics.nrmse, metrics.pearson])
@@ -31,10 +31,3 @@ def test_classify_period_of_no_samples_says_so() -> None:
     identity"."""
     with pytest.raises(ValueError, match=r"k, m ≥ 1, got shape \(0, 1\)"):
         poincare.classify_period(np.array([]))
-
-
-def test_cumulative_work_of_no_samples_is_empty() -> None:
-    """`cumulative_work([], [])` returned [0.0]: one work value for no time at all. W has one value per time."""
-    assert energy.cumulative_work(np.array([]), np.array([])).shape == (0,)
-    t = np.array([0.0, 1.0, 3.0])
-    assert np.array_equal(energy.cumulative_work(t, np.array([2.0, 2.0, 2.0])), [0.0, 2.0, 6.0])   # P·t

@@ -191,6 +191,14 @@ class LoopResolver:
                 self._declared_done = True
         return self._declared
 
+    def evaluate_declared(self, on: bool) -> None:
+        """Begin (True) or end (False) the coordinate map's evaluation at the declared configuration
+        (`declared_configuration`): meanwhile `solve` keeps its solution as the declared one and touches no record;
+        the memo is dropped at both ends (it holds a workspace's solution, not the declared one)."""
+        self._declaring, self._memo = on, None
+        if not on:
+            self._declared_done = True
+
     def _solve_declared(self, theta: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray, float]:
         """`solve` while the map is evaluated at the declared configuration (`declared`): Newton from the initial
         guess, kept as the declared solution; no record is read or written."""
@@ -507,14 +515,14 @@ def declared_configuration(model) -> np.ndarray:
     in no workspace's record: the same whatever the model solved before (`joint_configuration` continues from the
     last solution). SolverError where a loop does not close there."""
     resolvers = loop_resolvers(model)
-    for resolver in resolvers:   # (a memo holds a workspace's solution: not the declared one)
-        resolver._declaring, resolver._memo = True, None
+    for resolver in resolvers:
+        resolver.evaluate_declared(True)
     try:
         q = model.initial_state()[0]
         theta = model.coordinate_map.evaluate(q[model.base_nq:], 0.0).theta
     finally:
         for resolver in resolvers:
-            resolver._declaring, resolver._declared_done, resolver._memo = False, True, None
+            resolver.evaluate_declared(False)
     return np.concatenate([q[:model.base_nq], theta])
 
 
