@@ -27,8 +27,8 @@ CONDITION_LIMIT = 1e8
 from biobullet.constraints.newton_kernel import (CONTINUATION_STEP, CONVERGED, GUARD, ITERATION_LIMIT, LEFT_REACH,
                                                   NEWTON_REACH, NO_DESCENT, PREDICTION_CONDITION, SINGULAR, ZERO_STEP,
                                                   LoopWarm, dense_blocks, loop_namespace, loop_parts, loop_record,
-                                                  loop_set_blocks, loop_warm, newton_solve_kernel, newton_solve_twin,
-                                                  newton_work)
+                                                  loop_set_blocks, loop_warm, newton_solve_entry_kernel,
+                                                  newton_solve_twin, newton_work)
 
 #: most continuation substeps of one loop solve (a jump of MAX_SUBSTEPS · CONTINUATION_STEP, e.g. 100 rad)
 MAX_SUBSTEPS = 1000
@@ -384,7 +384,7 @@ class LoopResolver:
                      float(CONDITION_LIMIT), 0, meta, body, *blocks, rows)
             parts = loop_parts(table, loop_warm(*starts), newton_work(meta.shape[0], nd, width, 0, nk))
             if compiled:
-                form = (newton_solve_kernel(), loop_record(parts), offset, np.zeros(width), parts)
+                form = (newton_solve_entry_kernel(), loop_record(parts), offset, np.zeros(width), parts)
             else:   # the resolver as the residual's source (a proxy: the resolver keeps no cycle through _forms)
                 loop = loop_namespace(parts)
                 loop.resolver = weakref.proxy(self)

@@ -739,9 +739,9 @@ def with_newton_solve(kernel, inline: bool = False):
     (`newton_solve_kernel`), called, not inlined: inlined, its IR was typed and optimised again in every kernel
     that reached it (≈ 20 s of CPU per pipeline variant with loops). `inline`: `kernel`'s inlined twin, the one
     that keeps and takes the loop sets' fixed points (`_FIXED_POINTS`)."""
-    # (the inlined twin's solve without numba's runtime, as the forward kernel it is inlined into: ≈ 40 reference-
-    # count calls fewer per solve; the generic resolver's, called from Python, returns arrays and keeps it)
-    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(not inline),
+    # (one compiled solve, without numba's runtime, for every caller: ≈ 40 reference-count calls fewer per solve,
+    # and the arrays it returns are views of the borrowed record's, with no reference to take)
+    return jit.compiled(kernel, bind=lambda: {**_solve_bindings(), "_NEWTON_SOLVE": newton_solve_kernel(),
                                               "_dependent_part_into": _dependent_part_into_py,
                                               "_keep_fixed_point": _keep_fixed_point_py,
                                               "_secant_curvature": secant_curvature_py,
@@ -756,11 +756,25 @@ def newton_kernel(inline: bool = False):
     return with_newton_solve(_loop_newton_py, inline)
 
 
-def newton_solve_kernel(nrt: bool = True):
-    """The compiled `_newton_solve_py` the generic resolver calls (over the loop kernels' rows); `nrt` False: without
-    numba's runtime, for a caller that passes a borrowed loop record only (`loop_record`) and is a compiled kernel
-    itself (the arrays it returns are the record's, with no reference taken)."""
-    return jit.compiled(_newton_solve_py, bind=_solve_bindings, nrt=nrt)
+def newton_solve_kernel():
+    """The compiled `_newton_solve_py` (over the loop kernels' rows), without numba's runtime: its callers pass a
+    borrowed loop record (`loop_record`) and the arrays it returns are the record's, with no reference taken. One
+    form for the loop stage, the trajectory output's pass, the forward kernel's inlined loop stage and (through
+    `newton_solve_entry_kernel`) the generic resolver: a second form with the runtime cost ≈ 4 s of compile CPU and
+    gave the same numbers."""
+    return jit.compiled(_newton_solve_py, bind=_solve_bindings, nrt=False)
+
+
+def _newton_solve_entry_py(loop, k, theta, guess, loose, guard_condition):
+    """`_NEWTON_SOLVE(...)` (`_newton_solve_py`) as it returns: the entry from Python, compiled with numba's runtime,
+    which hands the arrays to Python (a runtime-free kernel cannot box the views it returns)."""
+    return _NEWTON_SOLVE(loop, k, theta, guess, loose, guard_condition)
+
+
+def newton_solve_entry_kernel():
+    """The compiled Newton solve the generic resolver calls from Python (`_newton_solve_entry_py` over the one
+    runtime-free `newton_solve_kernel`, called, not inlined)."""
+    return jit.compiled(_newton_solve_entry_py, bind=lambda: {"_NEWTON_SOLVE": newton_solve_kernel()})
 
 
 def newton_solve_twin(residual):
