@@ -467,11 +467,11 @@ class OutsideWatch:
         bridge = self.bridge
         length = self.step_length(x, xd)
         changed = bridge.engine_parameters(length)
-        steps = 0
+        steps, free = 0, None
         if not changed and np.count_nonzero(bridge.last_torque):   # (nothing sent: a repeat costs nothing but time)
             steps = self._skipped_without_rows(x, xd)
         if not changed and length is None and steps < 2:
-            steps = self._free_steps(x, xd)
+            steps = free = self._free_steps(x, xd)
             if steps >= 2:
                 self._name_skipped(steps, "its force elements and contacts did not act there")
         if steps >= 2:   # PyBullet's clock ran them (before, one per apply(): a dropped ball 0.3 s where it was 0.6 s)
@@ -482,7 +482,9 @@ class OutsideWatch:
             # force missing from two steps); a nudged step cannot end there
             self.resting = True
         # (a step of another length is no jump: a setTimeStep; nor are several steps: an action repeat)
-        self.jumped = length is None and not changed and self._reset(x, xd)
+        # (`_reset`'s test, from the free-motion fit above where it ran: PyBullet's M and h once per jump)
+        self.jumped = length is None and not changed and (self._reset(x, xd) if free is None else
+                                                           bridge.contacts is not None and not free)
         self._stops_after_reset(x)
 
     def _blind_step(self) -> None:
